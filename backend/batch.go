@@ -1,0 +1,196 @@
+package backend
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/triton-go/triton/tensor"
+)
+
+// Request is one inference request inside a [Batch].
+//
+// Ownership: Inputs and their Data are borrowed from the caller until Execute
+// returns; a backend that keeps them longer must copy them. Outputs set with
+// [Request.SetOutput] are handed to the caller as they are (no copy), so a
+// backend must not reuse their memory after Execute returns.
+type Request struct {
+	// ID is the client's request id ("" when none was given).
+	ID string
+	// Inputs are the request's input tensors, validated against the model
+	// configuration (datatype, shape, byte size) and reshaped as the config's
+	// `reshape` asks.
+	Inputs []tensor.Tensor
+	// RequestedOutputs names the outputs the client asked for; empty means
+	// every output of the model configuration.
+	RequestedOutputs []string
+	// Parameters are the request's parameters: values are bool, int64,
+	// uint64, float64 or string.
+	Parameters map[string]any
+	// BatchSize is the number of rows this request contributes along the first
+	// dimension when the model batches (max_batch_size > 0), otherwise 1.
+	BatchSize int64
+
+	outputs []tensor.Tensor
+	err     error
+}
+
+// Input returns the input named name.
+func (r *Request) Input(name string) (tensor.Tensor, bool) {
+	for i := range r.Inputs {
+		if r.Inputs[i].Name == name {
+			return r.Inputs[i], true
+		}
+	}
+	return tensor.Tensor{}, false
+}
+
+// Wants reports whether the client asked for the output named name.
+func (r *Request) Wants(name string) bool {
+	return len(r.RequestedOutputs) == 0 || slices.Contains(r.RequestedOutputs, name)
+}
+
+// SetOutput sets (or replaces) the output of the same name. Outputs the
+// client did not ask for are dropped by the server.
+func (r *Request) SetOutput(t tensor.Tensor) {
+	for i := range r.outputs {
+		if r.outputs[i].Name == t.Name {
+			r.outputs[i] = t
+			return
+		}
+	}
+	r.outputs = append(r.outputs, t)
+}
+
+// Outputs returns the outputs set so far. The slice aliases the request's
+// storage.
+func (r *Request) Outputs() []tensor.Tensor { return r.outputs }
+
+// Fail marks the request failed with err; the rest of the batch is
+// unaffected. The first failure wins.
+func (r *Request) Fail(err error) {
+	if r.err == nil && err != nil {
+		r.err = err
+	}
+}
+
+// Err returns the error the request failed with, or nil.
+func (r *Request) Err() error { return r.err }
+
+// Reset clears the results of the request (outputs and error) and keeps the
+// capacity of its storage. Schedulers use it to recycle requests.
+func (r *Request) Reset() {
+	clear(r.outputs)
+	r.outputs = r.outputs[:0]
+	r.err = nil
+}
+
+// Batch is the unit of work handed to [Instance.Execute]: one or more
+// requests whose inputs share their non-batch shapes.
+//
+// A backend either works per request (Requests[i].Inputs, SetOutput, Fail) or
+// on the whole batch ([Batch.Input], [Batch.SetOutput]); the two may be mixed.
+// Batch.Input gathers a batched model's inputs into one contiguous tensor,
+// the only copy on the request path, and none for a batch of one request.
+// Batch.SetOutput splits a batch output into per-request views without
+// copying.
+type Batch struct {
+	// Requests are the requests of the batch, in the order they were
+	// scheduled. Read-only for backends.
+	Requests []*Request
+
+	batched  bool
+	size     int64
+	gathered []tensor.Tensor
+}
+
+// NewBatch returns a batch of reqs. batched tells whether the model batches
+// along the first dimension (max_batch_size > 0); an unbatched batch holds
+// exactly one request. Schedulers and tests build batches; backends receive
+// them.
+func NewBatch(batched bool, reqs ...*Request) *Batch {
+	b := new(Batch)
+	b.Reset(batched, reqs)
+	return b
+}
+
+// Reset makes b a batch of reqs (reusing its storage), as [NewBatch] does.
+func (b *Batch) Reset(batched bool, reqs []*Request) {
+	b.Requests = reqs
+	b.batched = batched
+	b.size = 0
+	for _, r := range reqs {
+		b.size += r.BatchSize
+	}
+	clear(b.gathered)
+	b.gathered = b.gathered[:0]
+}
+
+// Size returns the number of rows of the batch: the sum of the requests'
+// batch sizes.
+func (b *Batch) Size() int64 { return b.size }
+
+// Batched reports whether the model batches along the first dimension.
+func (b *Batch) Batched() bool { return b.batched }
+
+// Input returns the whole-batch tensor of the input named name: the
+// concatenation of every request's input along the first dimension. For a
+// batch of one request it is that request's tensor itself. The result is
+// cached; the concatenation happens at most once per input.
+func (b *Batch) Input(name string) (tensor.Tensor, error) {
+	if len(b.Requests) == 1 {
+		if t, ok := b.Requests[0].Input(name); ok {
+			return t, nil
+		}
+		return tensor.Tensor{}, fmt.Errorf("batch has no input %q: %w", name, ErrInvalidInput)
+	}
+	for i := range b.gathered {
+		if b.gathered[i].Name == name {
+			return b.gathered[i], nil
+		}
+	}
+	parts := make([]tensor.Tensor, 0, len(b.Requests))
+	for _, r := range b.Requests {
+		t, ok := r.Input(name)
+		if !ok {
+			return tensor.Tensor{}, fmt.Errorf("request %q of the batch has no input %q: %w", r.ID, name, ErrInvalidInput)
+		}
+		parts = append(parts, t)
+	}
+	t, err := tensor.Concat(name, parts)
+	if err != nil {
+		return tensor.Tensor{}, fmt.Errorf("gathering input %q: %w", name, err)
+	}
+	b.gathered = append(b.gathered, t)
+	return t, nil
+}
+
+// SetOutput hands a whole-batch output to the requests that asked for it.
+// For a batched model t's first dimension must equal [Batch.Size]; each
+// request receives a view of its own rows (no copy). For a batch of one
+// request t is given to it as it is.
+func (b *Batch) SetOutput(t tensor.Tensor) error {
+	if len(b.Requests) == 1 {
+		b.Requests[0].SetOutput(t)
+		return nil
+	}
+	if !b.batched {
+		return fmt.Errorf("output %q: an unbatched batch holds one request, got %d", t.Name, len(b.Requests))
+	}
+	if len(t.Shape) == 0 || t.Shape[0] != b.size {
+		return fmt.Errorf("output %q: shape %v does not start with the batch size %d", t.Name, t.Shape, b.size)
+	}
+	var row int64
+	for _, r := range b.Requests {
+		start := row
+		row += r.BatchSize
+		if !r.Wants(t.Name) {
+			continue
+		}
+		part, err := t.SliceRows(start, row)
+		if err != nil {
+			return fmt.Errorf("output %q: %w", t.Name, err)
+		}
+		r.SetOutput(part)
+	}
+	return nil
+}

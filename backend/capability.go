@@ -1,0 +1,82 @@
+package backend
+
+import "context"
+
+// ConfigCompleter is implemented by a [Backend] that can fill in a model
+// configuration from the model file (Triton's auto-complete): inputs,
+// outputs, datatypes, dims and max_batch_size. The server calls it before
+// validating the configuration, unless strict configuration is on.
+type ConfigCompleter interface {
+	// CompleteConfig fills the missing parts of spec.Config in place. It
+	// must not change what the configuration already states; where the file
+	// contradicts the configuration it returns an error naming both.
+	CompleteConfig(ctx context.Context, spec *ModelSpec) error
+}
+
+// Warmer is implemented by an [Instance] that prepares itself before it takes
+// traffic (allocating arenas, compiling kernels). The server calls Warmup
+// once, after NewInstance and before the model becomes ready; a failure fails
+// the load.
+type Warmer interface {
+	Warmup(ctx context.Context) error
+}
+
+// Readier is implemented by an [Instance] that can report its health (a
+// device that fell off the bus, a remote runtime that went away). The server
+// consults it when asked whether the model is ready. Unlike Execute, Ready
+// may be called from any goroutine, concurrently with Execute.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
+// Wrapper is implemented by instances that decorate another instance
+// (metrics, tracing, fault injection). The capability helpers of this
+// package look through wrappers, so decorating never hides a capability.
+type Wrapper interface {
+	Unwrap() Instance
+}
+
+// find returns the first instance in the Unwrap chain of inst that
+// implements T.
+func find[T any](inst Instance) (T, bool) {
+	for inst != nil {
+		if c, ok := inst.(T); ok {
+			return c, true
+		}
+		w, ok := inst.(Wrapper)
+		if !ok {
+			break
+		}
+		inst = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// CompleteConfig calls b's [ConfigCompleter] if it has one and reports
+// whether it did.
+func CompleteConfig(ctx context.Context, b Backend, spec *ModelSpec) (bool, error) {
+	c, ok := b.(ConfigCompleter)
+	if !ok {
+		return false, nil
+	}
+	return true, c.CompleteConfig(ctx, spec)
+}
+
+// Warmup calls the [Warmer] of inst (looking through wrappers); it does
+// nothing when there is none.
+func Warmup(ctx context.Context, inst Instance) error {
+	if w, ok := find[Warmer](inst); ok {
+		return w.Warmup(ctx)
+	}
+	return nil
+}
+
+// Ready calls the [Readier] of inst (looking through wrappers); an instance
+// without one is ready.
+func Ready(ctx context.Context, inst Instance) error {
+	if r, ok := find[Readier](inst); ok {
+		return r.Ready(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package backend_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// A custom Go backend is a function over a batch. This one doubles every
+// FP32 element of INPUT into OUTPUT, working on the whole batch at once.
+func ExampleFunc() {
+	double := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		in, err := b.Input("INPUT")
+		if err != nil {
+			return err
+		}
+		xs, err := tensor.View[float32](in)
+		if err != nil {
+			return err
+		}
+		out := make([]float32, len(xs))
+		for i, x := range xs {
+			out[i] = 2 * x
+		}
+		t, err := tensor.From("OUTPUT", in.Shape, out)
+		if err != nil {
+			return err
+		}
+		return b.SetOutput(t)
+	})
+
+	// The server builds batches; here we build one by hand.
+	in1, _ := tensor.From("INPUT", tensor.Shape{1, 2}, []float32{1, 2})
+	in2, _ := tensor.From("INPUT", tensor.Shape{2, 2}, []float32{3, 4, 5, 6})
+	r1 := &backend.Request{ID: "a", Inputs: []tensor.Tensor{in1}, BatchSize: 1}
+	r2 := &backend.Request{ID: "b", Inputs: []tensor.Tensor{in2}, BatchSize: 2}
+	if err := double.Execute(context.Background(), backend.NewBatch(true, r1, r2)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range []*backend.Request{r1, r2} {
+		out := r.Outputs()[0]
+		vals, _ := tensor.View[float32](out)
+		fmt.Println(r.ID, out.Shape, vals)
+	}
+	// Output:
+	// a [1,2] [2 4]
+	// b [2,2] [6 8 10 12]
+}

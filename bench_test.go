@@ -1,0 +1,124 @@
+package triton_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// noop answers INPUT0 with itself as OUTPUT0: no work, no allocation, so
+// what is measured is the server's own overhead.
+var noop = backend.Func(func(_ context.Context, b *backend.Batch) error {
+	r := b.Requests[0]
+	out := r.Inputs[0]
+	out.Name = "OUTPUT0"
+	r.SetOutput(out)
+	return nil
+})
+
+const noopConfig = `backend: "noop"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]`
+
+func noopServer(tb testing.TB) (*triton.Server, *triton.InferRequest) {
+	srv := newServer(tb, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, triton.WithBackend("noop", noop))
+	in, err := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv, &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+}
+
+// BenchmarkInferNoop measures Infer end to end on a no-op Go backend without
+// batching: validation, dispatch to an instance worker and back, output
+// checks. Run: go test -run '^$' -bench InferNoop -benchmem .
+func BenchmarkInferNoop(b *testing.B) {
+	srv, req := noopServer(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := srv.Infer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInferNoopParallel is BenchmarkInferNoop from GOMAXPROCS
+// goroutines at once, each with its own request.
+func BenchmarkInferNoopParallel(b *testing.B) {
+	srv, _ := noopServer(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+		req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+		for pb.Next() {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// TestInferAllocationBudget keeps the request path's allocations in check:
+// a regression fails here, not only on a dashboard.
+func TestInferAllocationBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation budget needs a warm pool")
+	}
+	srv, req := noopServer(t)
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := srv.Infer(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	const budget = 4
+	if allocs > budget {
+		t.Errorf("Infer allocates %.1f times per call, budget %d", allocs, budget)
+	}
+}
+
+// BenchmarkBaselineExecute calls the no-op backend directly, without the
+// server: the floor BenchmarkInferNoop is compared with.
+func BenchmarkBaselineExecute(b *testing.B) {
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	r := &backend.Request{Inputs: []tensor.Tensor{in}, BatchSize: 1}
+	batch := backend.NewBatch(true, r)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset()
+		if err := noop.Execute(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineHandoff is the bare cost of the worker design: hand a
+// pointer to a waiting goroutine on a channel and wait for its answer.
+func BenchmarkBaselineHandoff(b *testing.B) {
+	type job struct{ done chan struct{} }
+	queue := make(chan *job, 1024)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for j := range queue {
+			j.done <- struct{}{}
+		}
+	}()
+	j := &job{done: make(chan struct{}, 1)}
+	b.ReportAllocs()
+	for b.Loop() {
+		queue <- j
+		<-j.done
+	}
+	close(queue)
+	<-stopped
+}

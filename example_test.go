@@ -1,0 +1,92 @@
+package triton_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing/fstest"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// A model repository laid out as Triton's, here in memory; on disk it would
+// be the same files under a folder given to WithModelRepository.
+var exampleRepo = fstest.MapFS{
+	"add/config.pbtxt": {Data: []byte(`
+name: "add"
+backend: "go"
+max_batch_size: 4
+input [
+  { name: "A" data_type: TYPE_FP32 dims: [ 2 ] },
+  { name: "B" data_type: TYPE_FP32 dims: [ 2 ] }
+]
+output [ { name: "SUM" data_type: TYPE_FP32 dims: [ 2 ] } ]
+`)},
+	"add/1/README": {Data: []byte("a Go backend needs no model file")},
+}
+
+// add is a custom Go backend: SUM = A + B over the whole batch.
+var add = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	ta, err := b.Input("A")
+	if err != nil {
+		return err
+	}
+	tb, err := b.Input("B")
+	if err != nil {
+		return err
+	}
+	a, _ := tensor.View[float32](ta)
+	bv, _ := tensor.View[float32](tb)
+	sum := make([]float32, len(a))
+	for i := range a {
+		sum[i] = a[i] + bv[i]
+	}
+	out, err := tensor.From("SUM", ta.Shape, sum)
+	if err != nil {
+		return err
+	}
+	return b.SetOutput(out)
+})
+
+func ExampleServer_Infer() {
+	srv, err := triton.New(triton.WithRepository(exampleRepo), triton.WithBackend("go", add))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	a, _ := tensor.From("A", tensor.Shape{1, 2}, []float32{1, 2})
+	b, _ := tensor.From("B", tensor.Shape{1, 2}, []float32{10, 20})
+	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "add", Inputs: []tensor.Tensor{a, b}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := resp.Output("SUM")
+	sum, _ := tensor.View[float32](out)
+	fmt.Println(resp.Model, resp.Version, out.Shape, sum)
+	// Output: add 1 [1,2] [11 22]
+}
+
+func ExampleCodeOf() {
+	srv, err := triton.New(triton.WithRepository(exampleRepo), triton.WithBackend("go", add))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	a, _ := tensor.From("A", tensor.Shape{1, 2}, []int32{1, 2}) // wrong datatype
+	_, err = srv.Infer(context.Background(), &triton.InferRequest{Model: "add", ID: "r1", Inputs: []tensor.Tensor{a}})
+	fmt.Println(triton.CodeOf(err))
+	var e *triton.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Message())
+	}
+	// Output:
+	// InvalidArgument
+	// [request id: r1] inference input 'A' data-type is 'INT32', but model 'add' expects 'FP32'
+}

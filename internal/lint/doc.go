@@ -1,0 +1,4 @@
+// Package lint holds the house rules as tests: the direction of imports
+// between our packages, imports the root package must not have, and banned
+// package names. It has no code of its own; run it with go test.
+package lint

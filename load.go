@@ -1,0 +1,229 @@
+package triton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/repository"
+)
+
+// loadThreads is how many models load at once (Triton's
+// --model-load-thread-count default).
+const loadThreads = 4
+
+// loadStartupModels scans the repositories and loads the startup models
+// (all, or those named by WithStartupModels), publishing one table.
+func (s *Server) loadStartupModels(ctx context.Context) error {
+	dirs, err := repository.Scan(s.opts.roots, s.log)
+	if err != nil {
+		return &Error{Code: InvalidArgument, Err: fmt.Errorf("scanning model repository: %w", err)}
+	}
+	known := make(map[string]bool, len(dirs))
+	for _, md := range dirs {
+		known[md.Name] = true
+	}
+	want := s.opts.startupModels
+	all := len(want) == 0 || slices.Equal(want, []string{"*"})
+	var missing []string
+	if !all {
+		for _, n := range want {
+			if !known[n] {
+				missing = append(missing, n)
+			}
+		}
+		dirs = slices.DeleteFunc(dirs, func(md repository.ModelDir) bool { return !slices.Contains(want, md.Name) })
+	}
+
+	entries := make([]*modelEntry, len(dirs))
+	var g errgroup.Group
+	g.SetLimit(loadThreads)
+	for i, md := range dirs {
+		g.Go(func() error {
+			entries[i] = s.loadModel(ctx, md, func(name string) bool { return known[name] })
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	t := &modelTable{models: make(map[string]*modelEntry, len(entries)+len(missing))}
+	var errs []error
+	for _, e := range entries {
+		t.models[e.name] = e
+		for _, f := range e.failures {
+			errs = append(errs, f.err)
+		}
+	}
+	for _, n := range missing {
+		err := &Error{Code: NotFound, Model: n, Err: fmt.Errorf("failed to load '%s': no model folder of that name in the model repository", n)}
+		t.models[n] = &modelEntry{name: n, failures: []loadFailure{{err: err}}}
+		errs = append(errs, err)
+	}
+	s.table.Store(t)
+	if len(errs) > 0 && s.opts.exitOnError {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// loadModel reads, checks and loads every version of one model that its
+// version policy selects. It never fails as a whole: failures are recorded
+// in the entry, per version where they concern one.
+func (s *Server) loadModel(ctx context.Context, md repository.ModelDir, known func(string) bool) *modelEntry {
+	e := &modelEntry{name: md.Name}
+	log := s.log.With(zap.String("model", md.Name))
+	fail := func(ver int64, code Code, err error) {
+		err = &Error{Code: code, Model: md.Name, Version: ver, Err: fmt.Errorf("failed to load '%s': %w", md.Name, err)}
+		log.Error("model failed to load", zap.Int64("version", ver), zap.Error(err))
+		e.failures = append(e.failures, loadFailure{version: ver, err: err})
+	}
+
+	cfg, err := s.readConfig(md)
+	if err != nil {
+		fail(0, InvalidArgument, err)
+		return e
+	}
+	e.cfg = cfg
+	name, b, err := s.resolveBackend(md.ConfigPath(), cfg)
+	if err != nil {
+		fail(0, InvalidArgument, err)
+		return e
+	}
+	versions := repository.SelectVersions(cfg.GetVersionPolicy(), md.Versions)
+	if len(versions) == 0 {
+		fail(0, InvalidArgument, fmt.Errorf("at least one version must be available under the version policy of model '%s'", md.Name))
+		return e
+	}
+	for _, n := range slices.Backward(versions) {
+		v, err := s.loadVersion(ctx, md, cfg, n, name, b, known, log.With(zap.Int64("version", n)))
+		if err != nil {
+			code := CodeOf(err)
+			if code == Unknown {
+				code = Internal
+			}
+			fail(n, code, err)
+			continue
+		}
+		e.versions = append(e.versions, v)
+	}
+	if len(e.versions) > 0 {
+		log.Info("model loaded", zap.String("backend", name), zap.Int("versions", len(e.versions)))
+	}
+	return e
+}
+
+// readConfig reads and normalizes a model's config.pbtxt. Without one, a
+// non-strict server guesses the backend from the model files, as Triton's
+// auto-complete does.
+func (s *Server) readConfig(md repository.ModelDir) (*modelconfig.ModelConfig, error) {
+	cfg, found, err := repository.ReadConfig(md)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		if s.opts.strictConfig {
+			return nil, fmt.Errorf("%s: no configuration file, and strict model configuration is on", md.ConfigPath())
+		}
+		b, p, ok := repository.GuessBackend(md)
+		if !ok {
+			return nil, fmt.Errorf("%s: no configuration file, and no model file that names a backend", md.ConfigPath())
+		}
+		cfg.Backend, cfg.Platform = b, p
+	}
+	repository.Normalize(cfg, repository.NormalizeOptions{})
+	return cfg, nil
+}
+
+// resolveBackend finds the backend that serves cfg.
+func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (string, backend.Backend, error) {
+	name := cfg.GetBackend()
+	if cfg.GetPlatform() == "ensemble" {
+		name = "ensemble"
+	}
+	if name == "" && cfg.GetPlatform() != "" {
+		return "", nil, fmt.Errorf("%s: platform: unknown platform '%s' for model '%s'; name a backend with 'backend' instead", path, cfg.GetPlatform(), cfg.GetName())
+	}
+	if name == "" {
+		return "", nil, fmt.Errorf("must specify 'platform' or 'backend' for '%s'", cfg.GetName())
+	}
+	b, ok := s.backendFor(name)
+	if !ok {
+		names := backend.Backends()
+		for n := range s.opts.backends {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return "", nil, fmt.Errorf("unknown backend '%s' for model '%s' (known: %s); is the package github.com/triton-go/triton/backend/%s imported?",
+			name, cfg.GetName(), strings.Join(slices.Compact(names), ", "), name)
+	}
+	return name, b, nil
+}
+
+// loadVersion builds one version completely (config completed and
+// validated, model loaded, every instance created and warmed) and starts its
+// workers. On failure it releases whatever it had created.
+func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
+	cfg := proto.CloneOf(base)
+	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log}
+	if !s.opts.strictConfig {
+		completed, err := safeCall(func() (bool, error) { return backend.CompleteConfig(ctx, b, spec) })
+		if err != nil {
+			return nil, fmt.Errorf("auto-completing the configuration: %w", err)
+		}
+		if completed {
+			repository.Normalize(cfg, repository.NormalizeOptions{})
+		}
+	}
+	if err := repository.Validate(md.ConfigPath(), cfg, repository.ValidateOptions{ModelName: md.Name, KnownModel: known}); err != nil {
+		return nil, &Error{Code: InvalidArgument, Err: err}
+	}
+	m, err := safeCall(func() (backend.Model, error) { return b.Load(ctx, spec) })
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, &Error{Code: Internal, Err: fmt.Errorf("backend '%s' returned no model", name)}
+	}
+	v := newVersion(md.Name, n, cfg, name, m, log)
+	for gi, g := range cfg.GetInstanceGroup() {
+		kind := g.GetKind()
+		if kind == modelconfig.ModelInstanceGroup_KIND_GPU {
+			_ = v.close(ErrServerClosed)
+			return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("instance group %s of model %s has kind KIND_GPU but no GPUs are available", g.GetName(), md.Name)}
+		}
+		for i := range int(g.GetCount()) {
+			ispec := backend.InstanceSpec{Name: fmt.Sprintf("%s_%d", g.GetName(), i), Group: g, Kind: kind, Index: i, DeviceID: -1}
+			inst, err := newInstance(ctx, m, ispec)
+			if err != nil {
+				_ = v.close(ErrServerClosed)
+				return nil, fmt.Errorf("instance group %d: %w", gi, err)
+			}
+			v.pool = append(v.pool, &worker{v: v, spec: ispec, inst: inst, passive: g.GetPassive()})
+		}
+	}
+	if v.activeInstances() == 0 {
+		_ = v.close(ErrServerClosed)
+		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("model '%s' has no instance that is not passive", md.Name)}
+	}
+	v.start()
+	log.Debug("model version loaded", zap.Int("instances", len(v.pool)))
+	return v, nil
+}
+
+// safeCall runs a backend call, turning a panic into an Internal error.
+func safeCall[T any](f func() (T, error)) (res T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Code: Internal, Err: fmt.Errorf("backend panic: %v", r)}
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,150 @@
+package triton
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/repository"
+)
+
+// Option configures a [Server] in [New]. Options are sealed: only this
+// package defines them.
+type Option interface {
+	apply(*options) error
+}
+
+type optionFunc func(*options) error
+
+func (f optionFunc) apply(o *options) error { return f(o) }
+
+type options struct {
+	roots           []repository.Root
+	logger          *zap.Logger
+	backends        map[string]backend.Backend
+	startupModels   []string
+	strictConfig    bool
+	exitOnError     bool
+	strictReadiness bool
+}
+
+func defaultOptions() options {
+	return options{
+		logger:          zap.NewNop(),
+		exitOnError:     true,
+		strictReadiness: true,
+	}
+}
+
+// WithModelRepository adds model repositories on the local file system, each
+// laid out as Triton's (`<dir>/<model>/config.pbtxt`,
+// `<dir>/<model>/<version>/...`). It may be given several times; a model
+// name must be unique across all repositories.
+func WithModelRepository(dirs ...string) Option {
+	return optionFunc(func(o *options) error {
+		for _, d := range dirs {
+			if d == "" {
+				return errors.New("WithModelRepository: empty path")
+			}
+			o.roots = append(o.roots, repository.DirRoot(d))
+		}
+		return nil
+	})
+}
+
+// WithRepository adds a model repository held in any file system (an
+// embed.FS, an fstest.MapFS, an os.DirFS). Backends that need local paths
+// (for external data files) get only the fs.FS for models from such a root.
+func WithRepository(fsys fs.FS) Option {
+	return optionFunc(func(o *options) error {
+		if fsys == nil {
+			return errors.New("WithRepository: nil file system")
+		}
+		o.roots = append(o.roots, repository.FSRoot(fsys))
+		return nil
+	})
+}
+
+// WithLogger sets the logger. The server logs lifecycle events (model load,
+// unload, failures, instance restarts), never individual requests. The
+// default discards everything.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) error {
+		if l == nil {
+			return errors.New("WithLogger: nil logger")
+		}
+		o.logger = l
+		return nil
+	})
+}
+
+// WithBackend makes b available to this server under name, the string of
+// the `backend:` field in config.pbtxt, overriding a backend registered
+// process-wide under the same name with backend.Register.
+func WithBackend(name string, b backend.Backend) Option {
+	return optionFunc(func(o *options) error {
+		if name == "" || b == nil {
+			return fmt.Errorf("WithBackend(%q): empty name or nil backend", name)
+		}
+		if o.backends == nil {
+			o.backends = make(map[string]backend.Backend)
+		}
+		o.backends[name] = b
+		return nil
+	})
+}
+
+// WithStartupModels loads only the named models when the server starts,
+// instead of every model in the repositories (Triton's --load-model).
+// The name "*" means every model and must then be the only name.
+func WithStartupModels(names ...string) Option {
+	return optionFunc(func(o *options) error {
+		for _, n := range names {
+			if n == "" {
+				return errors.New("WithStartupModels: empty model name")
+			}
+			if n == "*" && len(names) > 1 {
+				return errors.New(`WithStartupModels: "*" must be the only model name`)
+			}
+		}
+		o.startupModels = append(o.startupModels, names...)
+		return nil
+	})
+}
+
+// WithStrictConfig turns Triton's strict model configuration on or off
+// (default off). When on, every model needs a complete config.pbtxt; when
+// off, backends that can (ONNX Runtime) fill in missing inputs, outputs and
+// max_batch_size from the model file, and a model folder without
+// config.pbtxt is loaded with the backend its files suggest.
+func WithStrictConfig(strict bool) Option {
+	return optionFunc(func(o *options) error {
+		o.strictConfig = strict
+		return nil
+	})
+}
+
+// WithExitOnError decides what [New] does when a model fails to load. On
+// (the default, as Triton's --exit-on-error), New returns the error. Off,
+// the server starts with the models that loaded, the failed ones are
+// reported not ready with their reason, and (with strict readiness) the
+// server is not ready.
+func WithExitOnError(exit bool) Option {
+	return optionFunc(func(o *options) error {
+		o.exitOnError = exit
+		return nil
+	})
+}
+
+// WithStrictReadiness decides what [Server.Ready] means. On (the default, as
+// Triton's --strict-readiness), the server is ready only when every model it
+// was asked to load is ready; off, it is ready once it has started.
+func WithStrictReadiness(strict bool) Option {
+	return optionFunc(func(o *options) error {
+		o.strictReadiness = strict
+		return nil
+	})
+}

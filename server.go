@@ -1,0 +1,351 @@
+package triton
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/modelconfig"
+)
+
+// Name and Version are what [Server.Metadata] reports. Name is Triton's, so
+// clients that check it keep working.
+const (
+	Name    = "triton"
+	Version = "0.1.0"
+)
+
+// Server hosts a model repository in-process. Its methods are safe for
+// concurrent use by any number of goroutines.
+//
+// A Server is created by [New], which loads the models, and ends with
+// [Server.Shutdown] (graceful) or [Server.Close] (immediate). A closed server
+// cannot be reused.
+type Server struct {
+	opts options
+	log  *zap.Logger
+
+	table   atomic.Pointer[modelTable]
+	closing atomic.Bool // no new requests
+	once    sync.Once
+	closeMu sync.Mutex
+	// closeMu protects the following.
+	closeErr error
+}
+
+// modelTable is an immutable snapshot of the models the server knows.
+// Requests read it without locks; changes publish a new table.
+type modelTable struct {
+	models map[string]*modelEntry
+}
+
+// modelEntry is one model: its loaded versions and what failed.
+type modelEntry struct {
+	name     string
+	cfg      *modelconfig.ModelConfig // the model's config as last read (nil if unreadable)
+	versions []*version               // loaded versions, highest number first
+	failures []loadFailure
+}
+
+// loadFailure records why a model (version 0) or one version failed to load.
+type loadFailure struct {
+	version int64
+	err     error
+}
+
+// New creates a server and loads the models of its repositories. With
+// exit-on-error on (the default) any model failing to load makes New fail;
+// otherwise the failures are reported by [Server.Index] and the server
+// starts with the models that loaded.
+func New(opts ...Option) (*Server, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt.apply(&o); err != nil {
+			return nil, &Error{Code: InvalidArgument, Err: err}
+		}
+	}
+	if len(o.roots) == 0 {
+		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
+	}
+	s := &Server{opts: o, log: o.logger}
+	s.table.Store(&modelTable{models: map[string]*modelEntry{}})
+	if err := s.loadStartupModels(context.Background()); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewFromDir is New(WithModelRepository(dir)) plus opts.
+func NewFromDir(dir string, opts ...Option) (*Server, error) {
+	return New(append([]Option{WithModelRepository(dir)}, opts...)...)
+}
+
+// backendFor returns the backend named name: the server's own first, then
+// the process-wide registry.
+func (s *Server) backendFor(name string) (backend.Backend, bool) {
+	if b, ok := s.opts.backends[name]; ok {
+		return b, true
+	}
+	return backend.Lookup(name)
+}
+
+// acquire finds the version a request goes to and admits the request into
+// it. The caller must call v.gate.leave() when done.
+func (s *Server) acquire(model string, ver int64) (*version, error) {
+	if s.closing.Load() {
+		return nil, &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
+	}
+	e := s.table.Load().models[model]
+	if e == nil {
+		return nil, &Error{Code: InvalidArgument, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' is not found", model)}
+	}
+	if ver == 0 {
+		for _, v := range e.versions {
+			if v.live.Load() > 0 && v.gate.enter() {
+				return v, nil
+			}
+		}
+		return nil, &Error{Code: NotFound, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' has no available versions", model)}
+	}
+	for _, v := range e.versions {
+		if v.number != ver {
+			continue
+		}
+		if v.live.Load() > 0 && v.gate.enter() {
+			return v, nil
+		}
+		return nil, &Error{Code: Unavailable, Model: model, Version: ver, Err: fmt.Errorf("Request for unknown model: '%s' version %d is not at ready state", model, ver)}
+	}
+	return nil, &Error{Code: NotFound, Model: model, Version: ver, Err: fmt.Errorf("Request for unknown model: '%s' version %d is not found", model, ver)}
+}
+
+// Live reports whether the server is up: true from the return of [New] until
+// [Server.Shutdown] or [Server.Close] begins.
+func (s *Server) Live() bool { return !s.closing.Load() }
+
+// Ready reports whether the server takes inference requests. With strict
+// readiness (the default) every model the server was asked to load must have
+// all its versions ready; otherwise a live server is ready.
+func (s *Server) Ready(ctx context.Context) bool {
+	if s.closing.Load() {
+		return false
+	}
+	if !s.opts.strictReadiness {
+		return true
+	}
+	for _, e := range s.table.Load().models {
+		if len(e.failures) > 0 || len(e.versions) == 0 {
+			return false
+		}
+		for _, v := range e.versions {
+			if !v.ready(ctx) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ModelReady reports whether a model version is ready for inference.
+// Version 0 asks about the version a request without a version would use
+// (the highest-numbered ready one).
+func (s *Server) ModelReady(ctx context.Context, model string, ver int64) bool {
+	if s.closing.Load() {
+		return false
+	}
+	e := s.table.Load().models[model]
+	if e == nil {
+		return false
+	}
+	for _, v := range e.versions {
+		if (ver == 0 || v.number == ver) && v.ready(ctx) {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown stops the server gracefully: new requests are refused with
+// Unavailable ([ErrServerClosed]) while every admitted request runs to its
+// end; then instances, models and backends are closed. If ctx ends first,
+// Shutdown returns ctx.Err() and the server keeps draining; call
+// [Server.Close] to stop it at once. Shutdown may be called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	t := s.table.Load()
+	for _, e := range t.models {
+		for _, v := range e.versions {
+			v.gate.close()
+		}
+	}
+	for _, e := range t.models {
+		for _, v := range e.versions {
+			select {
+			case <-v.gate.drained:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return s.Close()
+}
+
+// Close stops the server now: queued requests are answered with
+// Unavailable ([ErrServerClosed]), executions already running are waited
+// for (backends see their request's context, not this call), then every
+// instance and model is closed. It returns the errors of closing them.
+// Close may be called more than once; later calls return the same result.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.closing.Store(true)
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			errs []error
+		)
+		for _, e := range s.table.Load().models {
+			for _, v := range e.versions {
+				wg.Go(func() {
+					if err := v.close(ErrServerClosed); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("model '%s' version %d: %w", v.name, v.number, err))
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		s.closeMu.Lock()
+		s.closeErr = errors.Join(errs...)
+		s.closeMu.Unlock()
+		s.log.Info("server closed")
+	})
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closeErr
+}
+
+// ServerMetadata describes the server, as KServe's server metadata does.
+type ServerMetadata struct {
+	Name       string
+	Version    string
+	Extensions []string
+}
+
+// Metadata returns the server's name, version and protocol extensions.
+func (s *Server) Metadata() ServerMetadata {
+	return ServerMetadata{Name: Name, Version: Version, Extensions: slices.Clone(extensions)}
+}
+
+// extensions lists the Triton protocol extensions the core supports; the
+// adapters report them.
+var extensions = []string{"parameters"}
+
+// TensorMetadata describes one model input or output as clients see it:
+// Shape carries a -1 batch dimension in front when the model batches.
+type TensorMetadata struct {
+	Name     string
+	DataType string
+	Shape    []int64
+}
+
+// ModelMetadata describes a model, as KServe's model metadata does.
+type ModelMetadata struct {
+	Name     string
+	Versions []string // the loaded versions, as decimal strings, ascending
+	Platform string   // config platform, or backend when no platform is set
+	Inputs   []TensorMetadata
+	Outputs  []TensorMetadata
+}
+
+// ModelMetadata describes a loaded model version; version 0 means the one a
+// request without a version would use.
+func (s *Server) ModelMetadata(model string, ver int64) (ModelMetadata, error) {
+	v, e, err := s.find(model, ver)
+	if err != nil {
+		return ModelMetadata{}, err
+	}
+	md := ModelMetadata{Name: model, Platform: v.cfg.GetPlatform()}
+	if md.Platform == "" {
+		md.Platform = v.cfg.GetBackend()
+	}
+	for i := len(e.versions) - 1; i >= 0; i-- {
+		md.Versions = append(md.Versions, strconv.FormatInt(e.versions[i].number, 10))
+	}
+	for i := range v.sig.inputs {
+		ts := &v.sig.inputs[i]
+		md.Inputs = append(md.Inputs, TensorMetadata{Name: ts.name, DataType: ts.dtype.String(), Shape: v.sig.fullShape(ts).Clone()})
+	}
+	for i := range v.sig.outputs {
+		ts := &v.sig.outputs[i]
+		md.Outputs = append(md.Outputs, TensorMetadata{Name: ts.name, DataType: ts.dtype.String(), Shape: v.sig.fullShape(ts).Clone()})
+	}
+	return md, nil
+}
+
+// ModelConfig returns a copy of the configuration a loaded model version
+// runs with: normalized and, unless strict configuration is on, completed by
+// its backend. Version 0 means the version a request without a version
+// would use.
+func (s *Server) ModelConfig(model string, ver int64) (*modelconfig.ModelConfig, error) {
+	v, _, err := s.find(model, ver)
+	if err != nil {
+		return nil, err
+	}
+	return proto.CloneOf(v.cfg), nil
+}
+
+// find returns a loaded version without admitting a request into it.
+func (s *Server) find(model string, ver int64) (*version, *modelEntry, error) {
+	v, err := s.acquire(model, ver)
+	if err != nil {
+		return nil, nil, err
+	}
+	v.gate.leave()
+	return v, s.table.Load().models[model], nil
+}
+
+// ModelState is one entry of the repository index.
+type ModelState struct {
+	Name    string
+	Version int64  // 0 when the failure concerns the whole model
+	State   string // "READY" or "UNAVAILABLE", as Triton's index reports
+	Reason  string // why the version is unavailable
+}
+
+// Index lists every model the server knows, one entry per version (or one
+// per model that failed before any version was tried), sorted by name and
+// version.
+func (s *Server) Index(ctx context.Context) []ModelState {
+	var out []ModelState
+	for _, e := range s.table.Load().models {
+		for _, v := range e.versions {
+			st := ModelState{Name: e.name, Version: v.number, State: "READY"}
+			if !v.ready(ctx) {
+				st.State, st.Reason = "UNAVAILABLE", "not ready"
+			}
+			out = append(out, st)
+		}
+		for _, f := range e.failures {
+			out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
+		}
+	}
+	slices.SortFunc(out, func(a, b ModelState) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	return out
+}
