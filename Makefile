@@ -18,7 +18,7 @@ run: deps
 	$(GO) run ./examples/quickstart
 
 test: deps vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -shuffle=on ./...
 	@$(MAKE) --no-print-directory fuzz
 
 vet:
@@ -26,6 +26,7 @@ vet:
 
 # Each fuzz target runs for FUZZTIME; the seed corpora run in every `go test`.
 fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBytes$$' -fuzztime $(FUZZTIME) ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzShape$$' -fuzztime $(FUZZTIME) ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./repository
