@@ -9,7 +9,7 @@ export CGO_ENABLED := 1
 GO ?= go
 FUZZTIME ?= 5s
 
-.PHONY: run test deps vet fuzz bench generate
+.PHONY: run test deps vet fuzz bench generate models check-models speech
 
 deps:
 	@scripts/deps.sh
@@ -17,7 +17,7 @@ deps:
 run: deps
 	$(GO) run ./examples/quickstart
 
-test: deps vet
+test: deps vet check-models
 	$(GO) test -race -count=1 -shuffle=on ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -38,3 +38,22 @@ bench: deps
 # Regenerates modelconfig/model_config.pb.go from our .proto (installs protoc if missing).
 generate:
 	scripts/gen-proto.sh
+
+# Regenerates the small ONNX test models of backend/onnxruntime (Debian's
+# /usr/bin/python3 with python3-onnx, installed if missing); deterministic.
+models:
+	@/usr/bin/python3 -c 'import onnx' 2>/dev/null || { \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq python3-onnx; }
+	/usr/bin/python3 scripts/gen-test-models.py backend/onnxruntime/testdata/models
+
+# Fails when the committed test models differ from what the generator makes.
+check-models:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  /usr/bin/python3 scripts/gen-test-models.py "$$tmp" >/dev/null && \
+	  diff -r --exclude=README.md "$$tmp" backend/onnxruntime/testdata/models && \
+	  echo "check-models: committed ONNX test models match scripts/gen-test-models.py"
+
+# Remakes backend/onnxruntime/testdata/speech_16k.wav (espeak-ng and sox).
+speech:
+	scripts/make-speech.sh

@@ -104,8 +104,12 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		return nil, v.errorf(req, classify(err, Cancelled), err)
 	}
 
-	c := getCall()
-	c.ctx = ctx
+	inst, err := v.take(ctx)
+	if err != nil {
+		code := classify(err, Unavailable)
+		return nil, v.errorf(req, code, err)
+	}
+	c := callPool.Get().(*call)
 	r := &c.req
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
 	r.Inputs = req.Inputs
@@ -113,34 +117,7 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		r.Inputs = v.reshapeInputs(c, req.Inputs)
 	}
 	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
-
-	// The queue is open while this request is inside the gate (see version).
-	// Plain channel operations on the common paths; select only when the
-	// queue is full or ctx can end.
-	done := ctx.Done()
-	select {
-	case v.queue <- c:
-	default:
-		select {
-		case v.queue <- c:
-		case <-done:
-			putCall(c)
-			return nil, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err())
-		}
-	}
-	if done == nil {
-		<-c.done
-	} else {
-		select {
-		case <-c.done:
-		case <-done:
-			if c.state.CompareAndSwap(callQueued, callAbandoned) {
-				// Still queued: whoever dequeues it recycles the call.
-				return nil, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err())
-			}
-			<-c.done // running: the backend sees ctx; wait, so the inputs are borrowed only until we return
-		}
-	}
+	v.put(inst, v.execute(ctx, inst, &c.batch))
 	resp, err := v.response(req, r)
 	putCall(c)
 	return resp, err

@@ -504,6 +504,48 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] reshape: { shape: [ 
 	}
 }
 
+// TestReshapeToScalar checks `reshape: { shape: [ ] }`: a batching model
+// takes [batch, 1] from clients and gives the backend [batch]; a
+// non-batching one takes [1] and gives a true scalar.
+func TestReshapeToScalar(t *testing.T) {
+	files := map[string]string{
+		"b/config.pbtxt": `backend: "shape" max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]`,
+		"b/1/x": "",
+		"s/config.pbtxt": `backend: "shape"
+input [ { name: "INPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]`,
+		"s/1/x": "",
+	}
+	seen := map[string]tensor.Shape{}
+	var mu sync.Mutex
+	shape := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		in, _ := b.Input("INPUT0")
+		mu.Lock()
+		seen[b.Requests[0].ID] = in.Shape.Clone()
+		mu.Unlock()
+		return mirror(ctx, b)
+	})
+	srv := newServer(t, files, triton.WithBackend("shape", shape))
+	for _, tc := range []struct {
+		model       string
+		shape, want tensor.Shape
+	}{{"b", tensor.Shape{3, 1}, tensor.Shape{3}}, {"s", tensor.Shape{1}, tensor.Shape{}}} {
+		in, _ := tensor.From("INPUT0", tc.shape, make([]int64, tc.shape[0]))
+		resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: tc.model, ID: tc.model, Inputs: []tensor.Tensor{in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seen[tc.model]; !got.Equal(tc.want) || got == nil {
+			t.Errorf("%s: backend saw %v, want %v", tc.model, got, tc.want)
+		}
+		if out, _ := resp.Output("OUTPUT0"); !out.Shape.Equal(tc.shape) {
+			t.Errorf("%s: client got %v, want %v", tc.model, out.Shape, tc.shape)
+		}
+	}
+}
+
 func TestOptionalInputs(t *testing.T) {
 	files := map[string]string{
 		"o/config.pbtxt": `backend: "gofunc"

@@ -169,7 +169,7 @@ func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (stri
 
 // loadVersion builds one version completely (config completed and
 // validated, model loaded, every instance created and warmed) and starts its
-// workers. On failure it releases whatever it had created.
+// instances. On failure it releases whatever it had created.
 func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
 	cfg := proto.CloneOf(base)
 	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log}
@@ -206,7 +206,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 				_ = v.close(ErrServerClosed)
 				return nil, fmt.Errorf("instance group %d: %w", gi, err)
 			}
-			v.pool = append(v.pool, &worker{v: v, spec: ispec, inst: inst, passive: g.GetPassive()})
+			v.pool = append(v.pool, &slot{spec: ispec, inst: inst, passive: g.GetPassive()})
 		}
 	}
 	if v.activeInstances() == 0 {

@@ -39,7 +39,8 @@ func compileSignature(cfg *modelconfig.ModelConfig) signature {
 			optional: in.GetOptional(),
 		}
 		if r := in.GetReshape(); r != nil {
-			ts.reshape = tensor.Shape(r.GetShape())
+			// Non-nil even for `shape: [ ]` (a scalar), which parses as nil.
+			ts.reshape = append(tensor.Shape{}, r.GetShape()...)
 			sig.reshapes = true
 		}
 		if !ts.optional {
@@ -50,7 +51,7 @@ func compileSignature(cfg *modelconfig.ModelConfig) signature {
 	for _, out := range cfg.GetOutput() {
 		ts := tensorSpec{name: out.GetName(), dtype: tensor.DataType(out.GetDataType()), dims: tensor.Shape(out.GetDims())}
 		if r := out.GetReshape(); r != nil {
-			ts.reshape = tensor.Shape(r.GetShape())
+			ts.reshape = append(tensor.Shape{}, r.GetShape()...)
 		}
 		sig.outputs = append(sig.outputs, ts)
 	}

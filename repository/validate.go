@@ -202,8 +202,11 @@ func (v *validator) checkReshape(t ioSpec, dimsOK bool) {
 	}
 	shape := t.reshape.GetShape()
 	field := t.field + ".reshape"
-	if len(shape) == 0 && v.cfg.GetMaxBatchSize() <= 0 {
-		v.add(field, "%s has reshape with empty shape, which is only allowed when max_batch_size > 0 for %s",
+	// Triton allows `reshape: { shape: [ ] }` only for batching models. We
+	// also allow it when dims hold exactly one element, so a non-batching
+	// model can take a true scalar (Silero VAD's sample rate).
+	if len(shape) == 0 && v.cfg.GetMaxBatchSize() <= 0 && !slices.Equal(t.dims, []int64{1}) {
+		v.add(field, "%s has reshape with empty shape, which is only allowed when max_batch_size > 0 or dims are [1] (a scalar) for %s",
 			t.what, v.model)
 		return
 	}

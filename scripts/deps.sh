@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need. Idempotent: each step checks
 # first and does nothing when the dependency is already there.
+#   - apt: gcc (cgo, the race detector), npm (fetching ONNX Runtime and the
+#     real models), python3-onnx (the test-model generator);
+#   - Go modules;
+#   - ONNX Runtime 1.24.1 (scripts/fetch-onnxruntime.sh) and the real models
+#     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev) # cgo, for the race detector
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need_apt+=(python3-onnx)
 if ((${#need_apt[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "deps: installing ${need_apt[*]} with apt-get"
+  echo "deps: installing ${need_apt[*]} with apt-get" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
@@ -18,6 +25,7 @@ if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2
   exit 1
 fi
-
-# Go modules: downloads only what is missing from the module cache.
 go mod download
+
+scripts/fetch-onnxruntime.sh >/dev/null
+scripts/fetch-models.sh >/dev/null

@@ -1,7 +1,8 @@
 // Command quickstart embeds a Triton model repository in a Go program: it
 // loads the repository next to this file (or the one given with
-// -model-repository), serves its models with a custom Go backend, and prints
-// the outputs of a few requests sent from concurrent goroutines.
+// -model-repository), serves two models with a custom Go backend and one
+// ONNX model with ONNX Runtime (its config completed from the model file),
+// and prints the outputs of requests sent from concurrent goroutines.
 //
 //	go run ./examples/quickstart
 package main
@@ -22,6 +23,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
+	_ "github.com/triton-go/triton/backend/onnxruntime" // registers the "onnxruntime" backend
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -83,12 +85,41 @@ func run(w io.Writer, dir string, logger *zap.Logger) error {
 	rev, _ := tensor.Strings(out)
 	fmt.Fprintf(w, "reverse: %q\n", rev)
 
+	// The ONNX model has no config.pbtxt: ONNX Runtime's backend completed it.
+	cfg, err := srv.ModelConfig("add_sub_onnx", 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "add_sub_onnx: platform %s, max_batch_size %d, inputs", cfg.GetPlatform(), cfg.GetMaxBatchSize())
+	for _, in := range cfg.GetInput() {
+		fmt.Fprintf(w, " %s %s %v", in.GetName(), in.GetDataType(), in.GetDims())
+	}
+	fmt.Fprintln(w)
+	x, _ := tensor.From("INPUT0", tensor.Shape{2, 16}, seq(32, 1))
+	y, _ := tensor.From("INPUT1", tensor.Shape{2, 16}, seq(32, 0.5))
+	resp, err = srv.Infer(ctx, &triton.InferRequest{Model: "add_sub_onnx", Inputs: []tensor.Tensor{x, y}, Outputs: []string{"OUTPUT0"}})
+	if err != nil {
+		return err
+	}
+	sum, _ := resp.Output("OUTPUT0")
+	vals, _ := tensor.View[float32](sum)
+	fmt.Fprintf(w, "add_sub_onnx: OUTPUT0 %v = %v ... %v\n", sum.Shape, vals[:3], vals[len(vals)-1])
+
 	// Bad input gets a clear error naming the model, the tensor and the problem.
 	bad, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
 	_, err = srv.Infer(ctx, &triton.InferRequest{Model: "simple", ID: "bad-1", Inputs: []tensor.Tensor{bad}})
 	fmt.Fprintf(w, "bad request: %s: %v\n", triton.CodeOf(err), err)
 
 	return srv.Shutdown(ctx)
+}
+
+// seq returns n float32 values i*step.
+func seq(n int, step float32) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(i) * step
+	}
+	return out
 }
 
 func callSimple(srv *triton.Server, g int) string {

@@ -1,0 +1,191 @@
+package onnxruntime
+
+import (
+	"fmt"
+	"slices"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/tensor"
+)
+
+// complete fills the parts of cfg that the model file answers, following
+// Triton's ONNX Runtime auto-complete rules:
+//
+//   - inputs and outputs are filled from the model when the config lists
+//     none (each list separately), with the model's datatypes and dims;
+//   - a model is batchable when every input and output has a dynamic first
+//     dimension; then, if the config leaves max_batch_size at 0, it becomes
+//     defaultBatch and, with no scheduler configured and a max_batch_size
+//     above 1, dynamic batching is enabled;
+//   - for a batching model the first dimension is the batch and is left out
+//     of dims; rank-0 (scalar) tensors make a model unbatchable and are
+//     written as dims [1] with reshape { shape: [] }.
+//
+// What the config already states is kept; contradictions are found by
+// checkConfig when the model loads.
+func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, defaultBatch int) error {
+	batchable := len(ins)+len(outs) > 0
+	for _, io := range append(slices.Clone(ins), outs...) {
+		if io.OrtValueType != ort.ONNXTypeTensor {
+			return fmt.Errorf("model %s '%s' is a %v, not a tensor; the onnxruntime backend serves tensors only", ioKind(io, ins), io.Name, io.OrtValueType)
+		}
+		if len(io.Dimensions) == 0 || io.Dimensions[0] != -1 {
+			batchable = false
+		}
+	}
+	if cfg.GetMaxBatchSize() == 0 && batchable && defaultBatch > 0 && !scalarInConfig(cfg) {
+		cfg.MaxBatchSize = int32(defaultBatch)
+		if cfg.GetMaxBatchSize() > 1 && cfg.GetSchedulingChoice() == nil {
+			cfg.SchedulingChoice = &modelconfig.ModelConfig_DynamicBatching{DynamicBatching: &modelconfig.ModelDynamicBatching{}}
+		}
+	}
+	batching := cfg.GetMaxBatchSize() > 0
+	if len(cfg.GetInput()) == 0 {
+		for _, io := range ins {
+			dt, dims, reshape, err := completeTensor(io, batching)
+			if err != nil {
+				return fmt.Errorf("model input '%s': %w", io.Name, err)
+			}
+			cfg.Input = append(cfg.Input, &modelconfig.ModelInput{Name: io.Name, DataType: dt, Dims: dims, Reshape: reshape})
+		}
+	}
+	if len(cfg.GetOutput()) == 0 {
+		for _, io := range outs {
+			dt, dims, reshape, err := completeTensor(io, batching)
+			if err != nil {
+				return fmt.Errorf("model output '%s': %w", io.Name, err)
+			}
+			cfg.Output = append(cfg.Output, &modelconfig.ModelOutput{Name: io.Name, DataType: dt, Dims: dims, Reshape: reshape})
+		}
+	}
+	return nil
+}
+
+func ioKind(io ort.InputOutputInfo, ins []ort.InputOutputInfo) string {
+	for _, in := range ins {
+		if in.Name == io.Name {
+			return "input"
+		}
+	}
+	return "output"
+}
+
+// scalarInConfig reports whether the config already declares a scalar
+// tensor (reshape to []), which a batching model cannot have.
+func scalarInConfig(cfg *modelconfig.ModelConfig) bool {
+	for _, in := range cfg.GetInput() {
+		if in.GetReshape() != nil && len(in.GetReshape().GetShape()) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func completeTensor(io ort.InputOutputInfo, batching bool) (modelconfig.DataType, []int64, *modelconfig.ModelTensorReshape, error) {
+	dt := tritonType(io.DataType)
+	if dt == tensor.Invalid {
+		return 0, nil, nil, fmt.Errorf("ONNX element type %v has no Triton datatype", io.DataType)
+	}
+	dims := normalizeDims(io.Dimensions)
+	if batching {
+		dims = dims[1:]
+	}
+	if len(dims) == 0 {
+		return modelconfig.DataType(dt), []int64{1}, &modelconfig.ModelTensorReshape{Shape: []int64{}}, nil
+	}
+	return modelconfig.DataType(dt), dims, nil, nil
+}
+
+// normalizeDims turns the model's symbolic and unknown dimensions (reported
+// as -1 or 0 and below) into -1.
+func normalizeDims(d []int64) []int64 {
+	out := make([]int64, len(d))
+	for i, v := range d {
+		if v <= 0 {
+			v = -1
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// checkConfig compares the (completed) configuration with the model file:
+// every configured input and output must exist in the model with the same
+// datatype and compatible dims, and every model input without a default
+// must be configured. Errors name the model file and the tensor.
+func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo) error {
+	batching := cfg.GetMaxBatchSize() > 0
+	find := func(list []ort.InputOutputInfo, name string) *ort.InputOutputInfo {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+		return nil
+	}
+	check := func(kind, name string, dt modelconfig.DataType, dims []int64, reshape *modelconfig.ModelTensorReshape, list []ort.InputOutputInfo) error {
+		io := find(list, name)
+		if io == nil {
+			var names []string
+			for _, l := range list {
+				names = append(names, l.Name)
+			}
+			return fmt.Errorf("%s: configuration %s '%s' is not one of the model's %ss %v", file, kind, name, kind, names)
+		}
+		if want := tritonType(io.DataType); tensor.DataType(dt) != want {
+			return fmt.Errorf("%s: configuration %s '%s' has datatype %s, but the model's is %s", file, kind, name, tensor.DataType(dt).ConfigName(), want.ConfigName())
+		}
+		shape := dims
+		if reshape != nil {
+			shape = reshape.GetShape()
+		}
+		if batching {
+			shape = append([]int64{-1}, shape...)
+		}
+		model := normalizeDims(io.Dimensions)
+		if !dimsCompatible(shape, model) {
+			hint := ""
+			if batching && len(shape) == len(model)+1 {
+				hint = "; with max_batch_size > 0 the batch dimension is implicit and must not be written into dims"
+			} else if !batching && len(shape)+1 == len(model) {
+				hint = "; the model has a batch dimension: set max_batch_size > 0 or add it to dims"
+			}
+			return fmt.Errorf("%s: configuration %s '%s' has shape %v (with the batch dimension as -1 when batching), but the model's is %v%s", file, kind, name, shape, model, hint)
+		}
+		return nil
+	}
+	for _, in := range cfg.GetInput() {
+		if err := check("input", in.GetName(), in.GetDataType(), in.GetDims(), in.GetReshape(), ins); err != nil {
+			return err
+		}
+	}
+	for _, out := range cfg.GetOutput() {
+		if err := check("output", out.GetName(), out.GetDataType(), out.GetDims(), out.GetReshape(), outs); err != nil {
+			return err
+		}
+	}
+	for _, io := range ins {
+		found := slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == io.Name })
+		if !found {
+			return fmt.Errorf("%s: model input '%s' is not in the configuration; every model input must be configured", file, io.Name)
+		}
+	}
+	return nil
+}
+
+// dimsCompatible reports whether configured dims fit the model's: same rank,
+// and each fixed model dimension equal to the configured one (a -1 in the
+// model accepts anything; a -1 in the config needs a -1 in the model).
+func dimsCompatible(cfg, model []int64) bool {
+	if len(cfg) != len(model) {
+		return false
+	}
+	for i := range cfg {
+		if model[i] != -1 && cfg[i] != model[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,227 @@
+package onnxruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/modelconfig"
+)
+
+// Name is the backend's name in config.pbtxt (`backend: "onnxruntime"`); the
+// platform "onnxruntime_onnx" maps to it.
+const Name = "onnxruntime"
+
+// DefaultModelFilename is the model file looked for in a version folder when
+// the config names none.
+const DefaultModelFilename = "model.onnx"
+
+func init() { backend.Register(Name, New()) }
+
+// Backend serves ONNX models with ONNX Runtime. The zero value is not
+// usable; create one with [New]. Importing this package registers a
+// default Backend under [Name]; give a server a configured one with
+// triton.WithBackend(onnxruntime.Name, onnxruntime.New(...)).
+//
+// The ONNX Runtime environment is shared by every Backend value in the
+// process (the library keeps one per process): the first model to load
+// creates it from the shared library, the last model to close releases it.
+type Backend struct {
+	libraryPath  string
+	defaultBatch int
+}
+
+// Option configures a [Backend].
+type Option func(*Backend)
+
+// WithLibraryPath sets the path of libonnxruntime.so (ONNX Runtime
+// [RuntimeVersion]). Without it the backend uses $ONNXRUNTIME_LIB, then the
+// copy scripts/fetch-onnxruntime.sh keeps in a triton-go checkout.
+func WithLibraryPath(p string) Option { return func(b *Backend) { b.libraryPath = p } }
+
+// WithDefaultMaxBatchSize sets the max_batch_size auto-complete gives a
+// batchable model whose configuration leaves it at 0 (Triton's
+// --backend-config=onnxruntime,default-max-batch-size=N; default 4). Zero
+// disables it: such models are then served without batching.
+func WithDefaultMaxBatchSize(n int) Option { return func(b *Backend) { b.defaultBatch = max(n, 0) } }
+
+// New returns a Backend.
+func New(opts ...Option) *Backend {
+	b := &Backend{defaultBatch: 4}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+var (
+	_ backend.Backend         = (*Backend)(nil)
+	_ backend.ConfigCompleter = (*Backend)(nil)
+	_ backend.Model           = (*model)(nil)
+	_ backend.Instance        = (*instance)(nil)
+)
+
+// modelSource is where a model version's file is: a local path (so that
+// external data files next to it are found) or, for repositories that are
+// not on disk, its bytes.
+type modelSource struct {
+	file string // for messages: the path, or "<model>/<version>/<name>"
+	path string // local path, "" when only data is set
+	data []byte
+}
+
+func openModel(spec *backend.ModelSpec) (modelSource, error) {
+	name := spec.ModelFilename(DefaultModelFilename)
+	if dir := spec.VersionDir(); dir != "" {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if _, err := os.Stat(p); err != nil {
+			return modelSource{}, fmt.Errorf("model file %s: %w", p, err)
+		}
+		return modelSource{file: p, path: p}, nil
+	}
+	vfs, err := spec.VersionFS()
+	if err != nil {
+		return modelSource{}, err
+	}
+	file := path.Join(spec.Name, fmt.Sprint(spec.Version), name)
+	data, err := fs.ReadFile(vfs, name)
+	if err != nil {
+		return modelSource{}, fmt.Errorf("model file %s: %w", file, err)
+	}
+	return modelSource{file: file, data: data}, nil
+}
+
+// info reads the model's inputs and outputs from the file.
+func (src modelSource) info() (ins, outs []ort.InputOutputInfo, err error) {
+	if src.path != "" {
+		ins, outs, err = ort.GetInputOutputInfo(src.path)
+	} else {
+		ins, outs, err = ort.GetInputOutputInfoWithONNXData(src.data)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is not a model ONNX Runtime can load: %v: %w", src.file, err, backend.ErrInvalidInput)
+	}
+	return ins, outs, nil
+}
+
+// withModel runs f with the environment held and the model file opened.
+// With keep, a successful f keeps its reference to the environment (the
+// model releases it on Close); otherwise the reference is dropped.
+func (b *Backend) withModel(spec *backend.ModelSpec, keep bool, f func(src modelSource, ins, outs []ort.InputOutputInfo) error) (err error) {
+	lib, err := findLibrary(b.libraryPath)
+	if err != nil {
+		return err
+	}
+	if err := acquireEnv(lib); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil || !keep {
+			err = errors.Join(err, releaseEnv())
+		}
+	}()
+	src, err := openModel(spec)
+	if err != nil {
+		return err
+	}
+	ins, outs, err := src.info()
+	if err != nil {
+		return err
+	}
+	return f(src, ins, outs)
+}
+
+// CompleteConfig fills inputs, outputs and max_batch_size from the model
+// file; see the package documentation for the rules.
+func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) error {
+	return b.withModel(spec, false, func(src modelSource, ins, outs []ort.InputOutputInfo) error {
+		if err := complete(spec.Config, ins, outs, b.defaultBatch); err != nil {
+			return fmt.Errorf("%s: %w", src.file, err)
+		}
+		return nil
+	})
+}
+
+// Load checks the configuration against the model file and returns the
+// model; sessions are created per instance.
+func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	var m *model
+	err := b.withModel(spec, true, func(src modelSource, ins, outs []ort.InputOutputInfo) error {
+		if err := checkConfig(src.file, spec.Config, ins, outs); err != nil {
+			return fmt.Errorf("%w: %w", err, backend.ErrInvalidInput)
+		}
+		m = &model{spec: spec, src: src, instances: instanceCount(spec.Config)}
+		for _, in := range spec.Config.GetInput() {
+			m.inputs = append(m.inputs, in.GetName())
+		}
+		for _, out := range spec.Config.GetOutput() {
+			m.outputs = append(m.outputs, out.GetName())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func instanceCount(cfg *modelconfig.ModelConfig) int {
+	n := 0
+	for _, g := range cfg.GetInstanceGroup() {
+		n += int(max(g.GetCount(), 1))
+	}
+	return max(n, 1)
+}
+
+// model is one loaded model version; it holds a reference to the ONNX
+// Runtime environment until Close.
+type model struct {
+	spec      *backend.ModelSpec
+	src       modelSource
+	inputs    []string // config order; the order inputs are fed to sessions
+	outputs   []string
+	instances int
+	closed    sync.Once
+}
+
+func (m *model) NewInstance(ctx context.Context, is backend.InstanceSpec) (backend.Instance, error) {
+	gpu := is.Kind == modelconfig.ModelInstanceGroup_KIND_GPU
+	plan, err := planSession(m.spec.Config, m.instances, gpu, is.DeviceID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, backend.ErrInvalidInput)
+	}
+	opts, err := newSessionOptions(plan)
+	if err != nil {
+		return nil, err
+	}
+	defer opts.Destroy()
+	var s *ort.DynamicAdvancedSession
+	if m.src.path != "" {
+		s, err = ort.NewDynamicAdvancedSession(m.src.path, m.inputs, m.outputs, opts)
+	} else {
+		s, err = ort.NewDynamicAdvancedSessionWithONNXData(m.src.data, m.inputs, m.outputs, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating an ONNX Runtime session for %s: %w", m.src.file, err)
+	}
+	inst, err := newInstance(m, s)
+	if err != nil {
+		_ = s.Destroy()
+		return nil, err
+	}
+	return inst, nil
+}
+
+func (m *model) Close() error {
+	var err error
+	m.closed.Do(func() { err = releaseEnv() })
+	return err
+}

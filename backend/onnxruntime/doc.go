@@ -1,0 +1,60 @@
+// Package onnxruntime is the ONNX Runtime backend: it serves `.onnx` models
+// through github.com/yalue/onnxruntime_go, with ONNX Runtime [RuntimeVersion]
+// loaded at run time. Importing the package registers it as "onnxruntime",
+// which also serves `platform: "onnxruntime_onnx"`:
+//
+//	import _ "github.com/triton-go/triton/backend/onnxruntime"
+//
+// # The library
+//
+// The shared library is found through [WithLibraryPath], then the
+// ONNXRUNTIME_LIB environment variable, then the copy that
+// scripts/fetch-onnxruntime.sh keeps in a triton-go checkout
+// (.cache/onnxruntime/1.24.1/linux-<arch>/, found from the working
+// directory upwards); the load error says how to get it. onnxruntime_go keeps
+// one ONNX Runtime environment per process, shared by every Backend value:
+// the first model to load creates it, the last model to close releases it,
+// and several servers in one process work side by side.
+//
+// # Models and sessions
+//
+// A model version is the file named by default_model_filename (default
+// model.onnx) in its version folder; from a repository on disk it is opened
+// by path, so external data files next to it are found. Each instance_group
+// instance gets its own ONNX Runtime session. Execute feeds a whole batch at
+// once (the requests' inputs concatenated along the batch dimension, none
+// copied for a batch of one), computes only the outputs some request asked
+// for, and hands each request a view of its rows. BYTES tensors travel in
+// Triton's framing through the length-aware string API (package
+// cgo/ortrun), so elements with NUL bytes or invalid UTF-8 round-trip
+// exactly. A request's context cancels a running session through ONNX
+// Runtime's terminate flag.
+//
+// # Configuration
+//
+// Config parameters follow Triton's ONNX Runtime backend:
+// intra_op_thread_count (default: the machine's cores shared among the
+// model's instances, at least 1), inter_op_thread_count (default 1),
+// execution_mode (0 sequential, 1 parallel), enable_mem_arena,
+// enable_mem_pattern, and session.* keys passed as session config entries.
+// optimization.graph.level: 0 (all optimizations, default), -1 (basic), 1
+// (extended), 2 (disabled). optimization.execution_accelerators map to
+// execution providers in Triton's order: GPU accelerators "tensorrt" (with
+// precision_mode, max_workspace_size_bytes and trt_* parameters) and "cuda"
+// for GPU instances, CUDA for every GPU instance, then the CPU accelerator
+// "openvino". A provider the library or machine lacks fails the load with an
+// error saying so; the library fetched by the script is the CPU build.
+//
+// # Auto-complete
+//
+// Unless the server runs with strict configuration, a config (or a missing
+// config.pbtxt) is completed from the model file as Triton does: inputs and
+// outputs with their datatypes and dims when the config lists none; a model
+// whose every input and output has a dynamic first dimension is batchable,
+// and a max_batch_size left at 0 becomes 4 ([WithDefaultMaxBatchSize]) with
+// dynamic batching enabled. Rank-0 tensors become dims [1] with
+// reshape { shape: [] }. Whatever the config states is then checked against
+// the model: names, datatypes and dims must agree, and the error names the
+// file and tensor (with a hint when the batch dimension was written into
+// dims).
+package onnxruntime

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Writes the small ONNX test models of backend/onnxruntime.
+
+Usage: /usr/bin/python3 scripts/gen-test-models.py [OUTDIR]
+       (default OUTDIR: backend/onnxruntime/testdata/models; `make models`)
+
+Needs Debian's python3-onnx (ONNX 1.12): `apt-get install -y python3-onnx`.
+The output is deterministic: running it twice gives byte-identical files
+(fixed producer name and version, no timestamps, IR version 8, opset 13).
+Every model is checked with onnx.checker.check_model before it is written.
+See backend/onnxruntime/testdata/models/README.md for what each model does.
+"""
+
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+IR_VERSION = 8  # ONNX Runtime 1.24 accepts IR 3..11; 8 is what ONNX 1.12 writes.
+OPSET = 13
+PRODUCER = "triton-go scripts/gen-test-models.py"
+PRODUCER_VERSION = "1"
+
+# Triton data type suffix -> ONNX element type.
+IDENTITY_TYPES = [
+    ("bool", TensorProto.BOOL),
+    ("uint8", TensorProto.UINT8),
+    ("uint16", TensorProto.UINT16),
+    ("uint32", TensorProto.UINT32),
+    ("uint64", TensorProto.UINT64),
+    ("int8", TensorProto.INT8),
+    ("int16", TensorProto.INT16),
+    ("int32", TensorProto.INT32),
+    ("int64", TensorProto.INT64),
+    ("fp16", TensorProto.FLOAT16),
+    ("fp32", TensorProto.FLOAT),
+    ("fp64", TensorProto.DOUBLE),
+    ("string", TensorProto.STRING),
+]
+
+
+def vi(name, elem_type, shape):
+    """A value info; str entries of shape are symbolic dims (dim_param)."""
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def model(name, nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(
+        nodes, name, inputs, outputs, initializer=list(initializers)
+    )
+    m = helper.make_model(
+        graph,
+        producer_name=PRODUCER,
+        producer_version=PRODUCER_VERSION,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+    )
+    m.ir_version = IR_VERSION
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def identity(suffix, elem_type):
+    return model(
+        "identity_" + suffix,
+        [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"], name="identity")],
+        [vi("INPUT0", elem_type, ["batch", "n"])],
+        [vi("OUTPUT0", elem_type, ["batch", "n"])],
+    )
+
+
+def add_sub():
+    return model(
+        "add_sub",
+        [
+            helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"], name="add"),
+            helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"], name="sub"),
+        ],
+        [
+            vi("INPUT0", TensorProto.FLOAT, ["batch", 16]),
+            vi("INPUT1", TensorProto.FLOAT, ["batch", 16]),
+        ],
+        [
+            vi("OUTPUT0", TensorProto.FLOAT, ["batch", 16]),
+            vi("OUTPUT1", TensorProto.FLOAT, ["batch", 16]),
+        ],
+    )
+
+
+def multi_io():
+    return model(
+        "multi_io",
+        [
+            helper.make_node("Mul", ["FLOATS", "two"], ["SCALED"], name="scale"),
+            helper.make_node("Add", ["INTS", "one"], ["SHIFTED"], name="shift"),
+            helper.make_node("Identity", ["TEXT"], ["TEXT_OUT"], name="text"),
+        ],
+        [
+            vi("FLOATS", TensorProto.FLOAT, ["batch", 4]),
+            vi("INTS", TensorProto.INT64, ["batch", 2]),
+            vi("TEXT", TensorProto.STRING, ["batch"]),
+        ],
+        [
+            vi("SCALED", TensorProto.FLOAT, ["batch", 4]),
+            vi("SHIFTED", TensorProto.INT64, ["batch", 2]),
+            vi("TEXT_OUT", TensorProto.STRING, ["batch"]),
+        ],
+        [
+            helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+            helper.make_tensor("one", TensorProto.INT64, [], [1]),
+        ],
+    )
+
+
+def matmul_fixed():
+    return model(
+        "matmul_fixed",
+        [helper.make_node("MatMul", ["X", "W"], ["Y"], name="matmul")],
+        [vi("X", TensorProto.FLOAT, [2, 3])],
+        [vi("Y", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor("W", TensorProto.FLOAT, [3, 2], [1, 2, 3, 4, 5, 6])],
+    )
+
+
+def reduce_dynamic():
+    return model(
+        "reduce_dynamic",
+        [
+            helper.make_node(
+                "ReduceSum", ["X", "axes"], ["SUM"], name="sum", keepdims=0
+            )
+        ],
+        [vi("X", TensorProto.FLOAT, ["batch", "rows", 3])],
+        [vi("SUM", TensorProto.FLOAT, ["batch", "rows"])],
+        [helper.make_tensor("axes", TensorProto.INT64, [1], [-1])],
+    )
+
+
+def sum_int32_nobatch():
+    # No axes input: ReduceSum reduces every axis; keepdims=1 keeps rank 1.
+    return model(
+        "sum_int32_nobatch",
+        [helper.make_node("ReduceSum", ["X"], ["TOTAL"], name="sum", keepdims=1)],
+        [vi("X", TensorProto.INT32, ["n"])],
+        [vi("TOTAL", TensorProto.INT32, [1])],
+    )
+
+
+def main(argv):
+    if len(argv) > 2:
+        sys.exit("usage: gen-test-models.py [OUTDIR]")
+    out = argv[1] if len(argv) == 2 else "backend/onnxruntime/testdata/models"
+    os.makedirs(out, exist_ok=True)
+    models = [identity(s, t) for s, t in IDENTITY_TYPES] + [
+        add_sub(),
+        multi_io(),
+        matmul_fixed(),
+        reduce_dynamic(),
+        sum_int32_nobatch(),
+    ]
+    for m in models:
+        path = os.path.join(out, m.graph.name + ".onnx")
+        data = m.SerializeToString(deterministic=True)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        print(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
