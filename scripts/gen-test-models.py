@@ -146,6 +146,19 @@ def sum_int32_nobatch():
     )
 
 
+def reshape_rows():
+    # Reshapes [batch, n] into rows of 4: ONNX Runtime rejects, at run time,
+    # an input whose element count is not a multiple of 4 (tests of inputs
+    # the model itself refuses, after the server's checks passed).
+    return model(
+        "reshape_rows",
+        [helper.make_node("Reshape", ["X", "rows"], ["Y"], name="reshape")],
+        [vi("X", TensorProto.FLOAT, ["batch", "n"])],
+        [vi("Y", TensorProto.FLOAT, ["m", 4])],
+        [helper.make_tensor("rows", TensorProto.INT64, [2], [-1, 4])],
+    )
+
+
 def main(argv):
     if len(argv) > 2:
         sys.exit("usage: gen-test-models.py [OUTDIR]")
@@ -157,6 +170,7 @@ def main(argv):
         matmul_fixed(),
         reduce_dynamic(),
         sum_int32_nobatch(),
+        reshape_rows(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")

@@ -16,9 +16,10 @@ import (
 //   - inputs and outputs are filled from the model when the config lists
 //     none (each list separately), with the model's datatypes and dims;
 //   - a model is batchable when every input and output has a dynamic first
-//     dimension; then, if the config leaves max_batch_size at 0, it becomes
-//     defaultBatch and, with no scheduler configured and a max_batch_size
-//     above 1, dynamic batching is enabled;
+//     dimension; then, if the config leaves max_batch_size at 0 and does
+//     not already write some tensor with the model's full rank (which says
+//     "no batching"), it becomes defaultBatch and, with no scheduler
+//     configured and a max_batch_size above 1, dynamic batching is enabled;
 //   - for a batching model the first dimension is the batch and is left out
 //     of dims; rank-0 (scalar) tensors make a model unbatchable and are
 //     written as dims [1] with reshape { shape: [] }.
@@ -35,7 +36,7 @@ func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, def
 			batchable = false
 		}
 	}
-	if cfg.GetMaxBatchSize() == 0 && batchable && defaultBatch > 0 && !scalarInConfig(cfg) {
+	if cfg.GetMaxBatchSize() == 0 && batchable && defaultBatch > 0 && !scalarInConfig(cfg) && !fullShapesInConfig(cfg, ins, outs) {
 		cfg.MaxBatchSize = int32(defaultBatch)
 		if cfg.GetMaxBatchSize() > 1 && cfg.GetSchedulingChoice() == nil {
 			cfg.SchedulingChoice = &modelconfig.ModelConfig_DynamicBatching{DynamicBatching: &modelconfig.ModelDynamicBatching{}}
@@ -70,6 +71,35 @@ func ioKind(io ort.InputOutputInfo, ins []ort.InputOutputInfo) string {
 		}
 	}
 	return "output"
+}
+
+// fullShapesInConfig reports whether the config writes some tensor with as
+// many dims as the model has: the config then describes the model without
+// batching (the first dim is part of dims), so auto-complete must not add
+// a batch dimension in front of it.
+func fullShapesInConfig(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo) bool {
+	rank := map[string]int{}
+	for _, io := range append(slices.Clone(ins), outs...) {
+		rank[io.Name] = len(io.Dimensions)
+	}
+	full := func(name string, dims []int64, reshape *modelconfig.ModelTensorReshape) bool {
+		if reshape != nil {
+			dims = reshape.GetShape()
+		}
+		r, ok := rank[name]
+		return ok && len(dims) == r
+	}
+	for _, in := range cfg.GetInput() {
+		if full(in.GetName(), in.GetDims(), in.GetReshape()) {
+			return true
+		}
+	}
+	for _, out := range cfg.GetOutput() {
+		if full(out.GetName(), out.GetDims(), out.GetReshape()) {
+			return true
+		}
+	}
+	return false
 }
 
 // scalarInConfig reports whether the config already declares a scalar

@@ -356,3 +356,31 @@ func TestLibraryNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestInputTheModelRejects sends an input that passes the server's checks
+// but that ONNX Runtime refuses while running: the request fails with an
+// error naming the model, its file and ONNX Runtime's reason, and the model
+// keeps serving.
+func TestInputTheModelRejects(t *testing.T) {
+	srv := newRepo(t).model("rows", "reshape_rows.onnx", `backend: "onnxruntime"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]`).serve()
+	_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "rows", Inputs: []tensor.Tensor{
+		must(tensor.From("X", tensor.Shape{1, 3}, []float32{1, 2, 3})),
+	}})
+	if err == nil {
+		t.Fatal("ONNX Runtime accepted 3 elements for rows of 4")
+	}
+	for _, p := range []string{`model "rows"`, "ONNX Runtime failed to run model 'rows'", "rows/1/model.onnx", "Reshape"} {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not mention %q", err, p)
+		}
+	}
+	if c := triton.CodeOf(err); c != triton.Internal && c != triton.InvalidArgument {
+		t.Errorf("code %v", c)
+	}
+	y := output(t, infer(t, srv, "rows", nil, must(tensor.From("X", tensor.Shape{2, 4}, []float32{1, 2, 3, 4, 5, 6, 7, 8}))), "Y")
+	if !y.Shape.Equal(tensor.Shape{2, 4}) {
+		t.Errorf("after the failure: %v", y.Shape)
+	}
+}
