@@ -42,9 +42,7 @@ generate:
 # Regenerates the small ONNX test models of backend/onnxruntime (Debian's
 # /usr/bin/python3 with python3-onnx, installed if missing); deterministic.
 models:
-	@/usr/bin/python3 -c 'import onnx' 2>/dev/null || { \
-	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq python3-onnx; }
+	@/usr/bin/python3 -c 'import onnx' 2>/dev/null || { . scripts/lib.sh && apt_install python3-onnx; }
 	/usr/bin/python3 scripts/gen-test-models.py backend/onnxruntime/testdata/models
 
 # Fails when the committed test models differ from what the generator makes.

@@ -178,3 +178,19 @@ func simpleRequest(t testing.TB, batch int) *triton.InferRequest {
 		},
 	}
 }
+
+// oneInput is the config of a model with one INT32 [1] input INPUT0 and one
+// output OUTPUT0, served by the named backend with count instances, plus
+// extra config text.
+func oneInput(backendName string, count int, extra string) string {
+	return fmt.Sprintf(`backend: "%s"
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: %d kind: KIND_CPU } ]
+%s`, backendName, count, extra)
+}
+
+// oneInputRequest is a request for such a model.
+func oneInputRequest(t testing.TB, model, id string, v int32) *triton.InferRequest {
+	return &triton.InferRequest{Model: model, ID: id, Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, v)}}
+}

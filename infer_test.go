@@ -315,16 +315,13 @@ func (i *panickyInstance) Close() error {
 
 func TestPanicRecreatesInstance(t *testing.T) {
 	files := map[string]string{
-		"m/config.pbtxt": `backend: "p"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]`,
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("p", 1, ""),
+		"m/1/x":          "",
 	}
 	p := &panicky{}
 	srv := newServer(t, files, triton.WithBackend("p", p))
 	req := func(id string) *triton.InferRequest {
-		return &triton.InferRequest{Model: "m", ID: id, Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 7)}}
+		return oneInputRequest(t, "m", id, 7)
 	}
 	for range 3 {
 		_, err := srv.Infer(context.Background(), req("panic"))
@@ -350,18 +347,15 @@ instance_group [ { count: 1 kind: KIND_CPU } ]`,
 func TestInstancesRunInParallel(t *testing.T) {
 	const count = 3
 	files := map[string]string{
-		"m/config.pbtxt": fmt.Sprintf(`backend: "tracker"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: %d kind: KIND_CPU } ]`, count),
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("tracker", count, ""),
+		"m/1/x":          "",
 	}
 	tr := &tracker{release: make(chan struct{}), arrived: make(chan string, 100)}
 	srv := newServer(t, files, triton.WithBackend("tracker", tr))
 	var wg sync.WaitGroup
 	for range 2 * count {
 		wg.Go(func() {
-			_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 1)}})
+			_, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1))
 			if err != nil {
 				t.Error(err)
 			}
@@ -412,11 +406,8 @@ func (i *trackerInstance) Close() error { return nil }
 
 func TestCancelWhileQueued(t *testing.T) {
 	files := map[string]string{
-		"m/config.pbtxt": `backend: "block"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]`,
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("block", 1, ""),
+		"m/1/x":          "",
 	}
 	started, release := make(chan struct{}, 10), make(chan struct{})
 	var executed sync.Map
@@ -428,7 +419,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]`,
 	})
 	srv := newServer(t, files, triton.WithBackend("block", block))
 	req := func(id string) *triton.InferRequest {
-		return &triton.InferRequest{Model: "m", ID: id, Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 1)}}
+		return oneInputRequest(t, "m", id, 1)
 	}
 	first := make(chan error, 1)
 	go func() {
@@ -600,11 +591,8 @@ func (b *brittle) Close() error { return nil }
 
 func TestLastInstanceLost(t *testing.T) {
 	files := map[string]string{
-		"m/config.pbtxt": `backend: "brittle"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]`,
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("brittle", 1, ""),
+		"m/1/x":          "",
 	}
 	srv := newServer(t, files, triton.WithBackend("brittle", &brittle{}))
 	req := func(ver int64) *triton.InferRequest {

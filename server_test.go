@@ -39,17 +39,10 @@ func TestEndToEndOnDisk(t *testing.T) {
 	}
 	write("simple/notaversion/x", "")
 	write("simple/007/x", "")
-	write("multi/config.pbtxt", `name: "multi"
-backend: "versioned"
-version_policy: { all: {} }
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`)
+	write("multi/config.pbtxt", oneInput("versioned", 1, `name: "multi" version_policy: { all: {} }`))
 	write("multi/1/x", "")
 	write("multi/4/x", "")
-	write("pinned/config.pbtxt", `backend: "versioned"
-version_policy: { specific: { versions: [ 1, 3 ] } }
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`)
+	write("pinned/config.pbtxt", oneInput("versioned", 1, `version_policy: { specific: { versions: [ 1, 3 ] } }`))
 	for _, v := range []string{"1", "2", "3"} {
 		write("pinned/"+v+"/x", "")
 	}
@@ -221,9 +214,7 @@ input [ { name: "A" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "A" data_type: T
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"good/config.pbtxt": `backend: "gofunc"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`, "good/1/x": ""}
+			files := map[string]string{"good/config.pbtxt": oneInput("gofunc", 1, ""), "good/1/x": ""}
 			for k, v := range tc.files {
 				files[k] = v
 			}
@@ -362,11 +353,9 @@ func TestBackendRegistryOverride(t *testing.T) {
 	registerOnce.Do(func() {
 		backend.Register(name, backend.Func(func(context.Context, *backend.Batch) error { return errors.New("global backend ran") }))
 	})
-	files := map[string]string{"m/config.pbtxt": `backend: "` + name + `"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`, "m/1/x": ""}
+	files := map[string]string{"m/config.pbtxt": oneInput(name, 1, ""), "m/1/x": ""}
 	req := func() *triton.InferRequest {
-		return &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 1)}}
+		return oneInputRequest(t, "m", "", 1)
 	}
 	global := newServer(t, files)
 	_, err := global.Infer(context.Background(), req())
@@ -379,11 +368,8 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`, "m/1/x": ""}
 
 func TestShutdownDrains(t *testing.T) {
 	files := map[string]string{
-		"m/config.pbtxt": `backend: "slow"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]`,
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("slow", 1, ""),
+		"m/1/x":          "",
 	}
 	started, release := make(chan struct{}), make(chan struct{})
 	closed := atomic.Bool{}
@@ -397,7 +383,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]`,
 		t.Fatal(err)
 	}
 	req := func() *triton.InferRequest {
-		return &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 9)}}
+		return oneInputRequest(t, "m", "", 9)
 	}
 	inflight := make(chan error, 1)
 	go func() {
@@ -461,11 +447,8 @@ func (c *closeTracker) Close() error { c.closed.Store(true); return nil }
 // instead of running them, and that nothing is lost.
 func TestCloseAnswersQueued(t *testing.T) {
 	files := map[string]string{
-		"m/config.pbtxt": `backend: "block"
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]`,
-		"m/1/x": "",
+		"m/config.pbtxt": oneInput("block", 1, ""),
+		"m/1/x":          "",
 	}
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	var runs atomic.Int32
@@ -487,7 +470,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]`,
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1}, 1)}})
+			_, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1))
 			results <- err
 		})
 	}
@@ -550,9 +533,7 @@ func (s sickBackend) Close() error { return nil }
 
 func TestConfigClonePerVersion(t *testing.T) {
 	// Completing one version's config must not leak into another's.
-	files := map[string]string{"m/config.pbtxt": `backend: "gofunc" version_policy: { all: {} }
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`, "m/1/x": "", "m/2/x": ""}
+	files := map[string]string{"m/config.pbtxt": oneInput("gofunc", 1, `version_policy: { all: {} }`), "m/1/x": "", "m/2/x": ""}
 	srv := newServer(t, files, triton.WithBackend("gofunc", mirror))
 	c1, _ := srv.ModelConfig("m", 1)
 	c2, _ := srv.ModelConfig("m", 2)

@@ -8,18 +8,13 @@
 #     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 need_apt=()
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 /usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need_apt+=(python3-onnx)
-if ((${#need_apt[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "deps: installing ${need_apt[*]} with apt-get" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
 
 if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2

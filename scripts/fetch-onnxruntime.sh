@@ -25,16 +25,8 @@ if [ -s "$lib" ]; then
   exit 0
 fi
 
-mkdir -p "$root/.cache"
-[ -f "$root/.cache/.gitignore" ] || printf '*\n' >"$root/.cache/.gitignore"
-
-if ! command -v npm >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "fetch-onnxruntime: installing npm with apt-get" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm >/dev/null
-fi
+. "$root/scripts/lib.sh"
+command -v npm >/dev/null 2>&1 || apt_install npm
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

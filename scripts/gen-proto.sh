@@ -4,7 +4,7 @@
 # Installs what it needs, only when missing:
 #   - protoc, from Debian's protobuf-compiler package (sudo unless root);
 #   - protoc-gen-go at the version pinned below, into .cache/bin of the repo
-#     (a folder that ignores itself through its own .gitignore).
+#     (git-ignored).
 # The generated file is committed; ordinary builds and tests never need protoc.
 set -euo pipefail
 
@@ -12,18 +12,12 @@ PROTOC_GEN_GO_VERSION=v1.36.12
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. scripts/lib.sh
 
 bin="$root/.cache/bin"
 mkdir -p "$bin"
-[ -f "$root/.cache/.gitignore" ] || printf '*\n' >"$root/.cache/.gitignore"
 
-if ! command -v protoc >/dev/null 2>&1; then
-	sudo=""
-	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	echo "gen-proto: installing protoc (protobuf-compiler)" >&2
-	$sudo apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null
-fi
+command -v protoc >/dev/null 2>&1 || apt_install protobuf-compiler
 
 gen="$bin/protoc-gen-go"
 if ! [ -x "$gen" ] || [ "$("$gen" --version 2>/dev/null)" != "protoc-gen-go $PROTOC_GEN_GO_VERSION" ]; then

@@ -15,13 +15,8 @@ out="$root/backend/onnxruntime/testdata/speech_16k.wav"
 missing=()
 command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || missing+=(sox)
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "make-speech: installing ${missing[*]} with apt-get" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. "$root/scripts/lib.sh"
+((${#missing[@]} == 0)) || apt_install "${missing[@]}"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
