@@ -2,6 +2,7 @@ package triton_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/triton-go/triton"
@@ -123,4 +124,50 @@ func BenchmarkBaselineHandoff(b *testing.B) {
 	}
 	close(queue)
 	<-stopped
+}
+
+// noopBatch answers every request of a batch with its own input, without
+// copying: a batching model's no-op.
+var noopBatch = backend.Func(func(_ context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		out := r.Inputs[0]
+		out.Name = "OUTPUT0"
+		r.SetOutput(out)
+	}
+	return nil
+})
+
+// BenchmarkBatcherOverhead measures the server's cost per request with 64
+// goroutines calling Infer at once on a no-op backend with 2 instances:
+// without a batcher (each request runs alone) and with dynamic batching
+// (requests coalesce into batches of up to 64). ns/op is wall time per
+// request across all goroutines.
+// Run: go test -run '^$' -bench BatcherOverhead -benchmem .
+func BenchmarkBatcherOverhead(b *testing.B) {
+	for _, bc := range []struct{ name, extra string }{
+		{"direct", ""},
+		{"dynamic", "dynamic_batching { }"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := `backend: "noop" max_batch_size: 64
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]
+` + bc.extra
+			srv := newServer(b, map[string]string{"noop/config.pbtxt": cfg, "noop/1/x": ""}, triton.WithBackend("noop", noopBatch))
+			ctx := context.Background()
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+				req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+				for pb.Next() {
+					if _, err := srv.Infer(ctx, req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }

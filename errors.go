@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/batcher"
+	"github.com/triton-go/triton/ratelimit"
 )
 
 // Code classifies an error the way Triton does (TRITONSERVER_ERROR_*), plus
@@ -159,8 +161,12 @@ func classify(err error, def Code) Code {
 		return Cancelled
 	case errors.Is(err, backend.ErrInvalidInput):
 		return InvalidArgument
-	case errors.Is(err, backend.ErrUnavailable), errors.Is(err, ErrServerClosed):
+	case errors.Is(err, backend.ErrUnavailable), errors.Is(err, ErrServerClosed),
+		errors.Is(err, batcher.ErrQueueFull), errors.Is(err, batcher.ErrTimeout), errors.Is(err, batcher.ErrClosed),
+		errors.Is(err, ratelimit.ErrClosed):
 		return Unavailable
+	case errors.Is(err, batcher.ErrPriority), errors.Is(err, batcher.ErrTimeoutOverride), errors.Is(err, ratelimit.ErrInvalid):
+		return InvalidArgument
 	case errors.Is(err, errors.ErrUnsupported):
 		return Unsupported
 	case errors.Is(err, fs.ErrNotExist):

@@ -3,6 +3,7 @@ package triton
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
@@ -31,8 +32,17 @@ type InferRequest struct {
 	// be bool, int64, uint64, float64 or string.
 	Parameters map[string]any
 	// Priority is the request's priority level for models whose dynamic
-	// batcher has priority levels (1 is highest); 0 means the model's default.
+	// batcher has priority levels (1 is highest); 0 means the model's
+	// default. A level the model does not have is InvalidArgument.
 	Priority uint64
+	// Timeout is the request's queue-policy timeout (Triton's "timeout"
+	// request parameter): while it waits in a dynamic batcher's queue, the
+	// request is rejected (or, under a DELAY policy, moved back) once it has
+	// waited this long. It can only shorten the policy's non-zero default,
+	// and only where the policy has allow_timeout_override; asking for one
+	// elsewhere is InvalidArgument. 0 means the policy's default. Deadlines
+	// come from ctx, not from this field.
+	Timeout time.Duration
 }
 
 // InferResponse is the answer to an [InferRequest].
@@ -104,17 +114,23 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		return nil, v.errorf(req, classify(err, Cancelled), err)
 	}
 
-	inst, err := v.take(ctx)
-	if err != nil {
-		code := classify(err, Unavailable)
-		return nil, v.errorf(req, code, err)
-	}
 	c := callPool.Get().(*call)
 	r := &c.req
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
 	r.Inputs = req.Inputs
 	if v.sig.reshapes {
 		r.Inputs = v.reshapeInputs(c, req.Inputs)
+	}
+	if v.dyn != nil {
+		return v.inferBatched(ctx, req, c)
+	}
+
+	// No batcher: the request runs alone, on its own goroutine, on the first
+	// instance to come free.
+	inst, err := v.take(ctx)
+	if err != nil {
+		putCall(c)
+		return nil, v.errorf(req, classify(err, Unavailable), err)
 	}
 	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
 	v.put(inst, v.execute(ctx, inst, &c.batch))

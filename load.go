@@ -13,6 +13,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repository"
 )
 
@@ -206,7 +207,12 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 				_ = v.close(ErrServerClosed)
 				return nil, fmt.Errorf("instance group %d: %w", gi, err)
 			}
-			v.pool = append(v.pool, &slot{spec: ispec, inst: inst, passive: g.GetPassive()})
+			sl := &slot{spec: ispec, inst: inst, passive: g.GetPassive()}
+			v.pool = append(v.pool, sl)
+			if err := s.limit(md.Name, sl, g); err != nil {
+				_ = v.close(ErrServerClosed)
+				return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("instance group %s: rate_limiter: %w", g.GetName(), err)}
+			}
 		}
 	}
 	if v.activeInstances() == 0 {
@@ -214,6 +220,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("model '%s' has no instance that is not passive", md.Name)}
 	}
 	v.start()
+	if err := v.startBatcher(); err != nil {
+		_ = v.close(ErrServerClosed)
+		return nil, &Error{Code: InvalidArgument, Err: err}
+	}
 	log.Debug("model version loaded", zap.Int("instances", len(v.pool)))
 	return v, nil
 }
@@ -226,4 +236,23 @@ func safeCall[T any](f func() (T, error)) (res T, err error) {
 		}
 	}()
 	return f()
+}
+
+// limit registers an instance with the rate limiter when it is on and the
+// instance's group has a rate_limiter.
+func (s *Server) limit(model string, sl *slot, g *modelconfig.ModelInstanceGroup) error {
+	rl := g.GetRateLimiter()
+	if s.limiter == nil || rl == nil {
+		return nil
+	}
+	inst := ratelimit.Instance{Name: model + "/" + sl.spec.Name, Device: max(sl.spec.DeviceID, 0), Priority: rl.GetPriority()}
+	for _, r := range rl.GetResources() {
+		inst.Resources = append(inst.Resources, ratelimit.Resource{Name: r.GetName(), Count: r.GetCount(), Global: r.GetGlobal()})
+	}
+	c, err := s.limiter.Register(inst)
+	if err != nil {
+		return err
+	}
+	sl.limit = c
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repository"
 )
 
@@ -29,6 +30,7 @@ type options struct {
 	strictConfig    bool
 	exitOnError     bool
 	strictReadiness bool
+	rateLimit       *ratelimit.Config
 }
 
 func defaultOptions() options {
@@ -145,6 +147,21 @@ func WithExitOnError(exit bool) Option {
 func WithStrictReadiness(strict bool) Option {
 	return optionFunc(func(o *options) error {
 		o.strictReadiness = strict
+		return nil
+	})
+}
+
+// WithRateLimiter turns on Triton's rate limiter in execution-count mode
+// (--rate-limit=execution_count): an instance whose instance_group has a
+// rate_limiter runs a batch only when all its resources are available, and
+// holds them while it runs; instances of higher priority (lower number)
+// are preferred. cfg overrides resource counts, as --rate-limit-resource
+// does; by default a resource has as many units as the largest count any
+// loaded instance asks for. Without this option rate_limiter settings are
+// ignored, as Triton's default (--rate-limit=off) does.
+func WithRateLimiter(cfg ratelimit.Config) Option {
+	return optionFunc(func(o *options) error {
+		o.rateLimit = &cfg
 		return nil
 	})
 }

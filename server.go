@@ -16,6 +16,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/ratelimit"
 )
 
 // Name and Version are what [Server.Metadata] reports. Name is Triton's, so
@@ -32,8 +33,9 @@ const (
 // [Server.Shutdown] (graceful) or [Server.Close] (immediate). A closed server
 // cannot be reused.
 type Server struct {
-	opts options
-	log  *zap.Logger
+	opts    options
+	log     *zap.Logger
+	limiter *ratelimit.Limiter // nil: rate limiting off
 
 	table   atomic.Pointer[modelTable]
 	closing atomic.Bool // no new requests
@@ -81,6 +83,13 @@ func New(opts ...Option) (*Server, error) {
 		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
 	}
 	s := &Server{opts: o, log: o.logger}
+	if o.rateLimit != nil {
+		l, err := ratelimit.New(*o.rateLimit)
+		if err != nil {
+			return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("WithRateLimiter: %w", err)}
+		}
+		s.limiter = l
+	}
 	s.table.Store(&modelTable{models: map[string]*modelEntry{}})
 	if err := s.loadStartupModels(context.Background()); err != nil {
 		_ = s.Close()
@@ -229,6 +238,9 @@ func (s *Server) Close() error {
 			}
 		}
 		wg.Wait()
+		if s.limiter != nil {
+			s.limiter.Close()
+		}
 		s.closeMu.Lock()
 		s.closeErr = errors.Join(errs...)
 		s.closeMu.Unlock()
@@ -348,4 +360,30 @@ func (s *Server) Index(ctx context.Context) []ModelState {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
 	})
 	return out
+}
+
+// ModelStats are a model version's scheduling counters.
+type ModelStats struct {
+	// Queued is the number of requests waiting in the dynamic batcher now.
+	Queued int
+	// Rejected counts requests refused because their priority level's queue
+	// was full (max_queue_size).
+	Rejected uint64
+	// TimedOut counts requests rejected because their queue-policy timeout
+	// expired under a REJECT policy.
+	TimedOut uint64
+}
+
+// Stats returns a loaded model version's counters; version 0 means the one
+// a request without a version would use.
+func (s *Server) Stats(model string, ver int64) (ModelStats, error) {
+	v, _, err := s.find(model, ver)
+	if err != nil {
+		return ModelStats{}, err
+	}
+	st := ModelStats{Rejected: v.rejected.Load(), TimedOut: v.timedOut.Load()}
+	if v.dyn != nil {
+		st.Queued = v.dyn.Len()
+	}
+	return st, nil
 }

@@ -17,6 +17,7 @@ type tensorSpec struct {
 	dims     tensor.Shape // without the batch dimension
 	reshape  tensor.Shape // what the backend sees instead of dims; nil when none
 	optional bool
+	ragged   bool // allow_ragged_batch: requests of different shapes may share a batch
 }
 
 // signature is the compiled input/output contract of a model version.
@@ -37,6 +38,7 @@ func compileSignature(cfg *modelconfig.ModelConfig) signature {
 			dtype:    tensor.DataType(in.GetDataType()),
 			dims:     tensor.Shape(in.GetDims()),
 			optional: in.GetOptional(),
+			ragged:   in.GetAllowRaggedBatch(),
 		}
 		if r := in.GetReshape(); r != nil {
 			// Non-nil even for `shape: [ ]` (a scalar), which parses as nil.
@@ -240,4 +242,37 @@ func (sig *signature) checkOutput(t tensor.Tensor, batch int64) (tensor.Tensor, 
 		t.Shape = sig.reshape(t.Shape, ts.reshape, ts.dims)
 	}
 	return t, nil
+}
+
+// compatible reports whether two requests' inputs may share a batch: the
+// same non-batch dimensions for every input that is not ragged.
+func (sig *signature) compatible(a, b []tensor.Tensor) bool {
+	if len(a) != len(b) {
+		return false // optional inputs given to one and not the other
+	}
+	for i := range a {
+		x := &a[i]
+		y := &b[i]
+		if y.Name != x.Name { // inputs in another order: find it by name
+			y = nil
+			for j := range b {
+				if b[j].Name == x.Name {
+					y = &b[j]
+					break
+				}
+			}
+			if y == nil {
+				return false
+			}
+		}
+		if len(x.Shape) != len(y.Shape) {
+			return false
+		}
+		if !x.Shape[1:].Equal(y.Shape[1:]) {
+			if ts := sig.input(x.Name); ts == nil || !ts.ragged {
+				return false
+			}
+		}
+	}
+	return true
 }

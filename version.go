@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/batcher"
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -59,6 +61,13 @@ type version struct {
 	live    atomic.Int32 // active instances still usable
 	pool    []*slot      // every instance, including passive ones
 
+	dyn     *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
+	ordered bool                           // preserve_ordering
+	order   order
+
+	rejected atomic.Uint64 // requests refused because their queue was full
+	timedOut atomic.Uint64 // requests rejected when their queue timeout expired
+
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error // set inside closeOnce
@@ -70,6 +79,7 @@ type version struct {
 type slot struct {
 	spec    backend.InstanceSpec
 	passive bool
+	limit   *ratelimit.Client // nil: not rate limited
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -95,15 +105,23 @@ type call struct {
 	reqs  [1]*backend.Request
 	batch backend.Batch
 	in    []tensor.Tensor // storage for reshaped inputs
+
+	// Used when the version batches (batching.go).
+	ctx  context.Context
+	node batcher.Node[*call]
+	wake chan struct{} // one value per event: lead a batch, or answered
+	work *batchWork    // set when this request leads a batch
+	seq  uint64        // arrival number, with preserve_ordering
 }
 
 var callPool = sync.Pool{New: func() any {
-	c := new(call)
+	c := &call{wake: make(chan struct{}, 1)}
 	c.reqs[0] = &c.req
 	return c
 }}
 
 func putCall(c *call) {
+	c.ctx, c.work, c.seq = nil, nil, 0
 	c.req.Reset()
 	c.req.Inputs, c.req.RequestedOutputs, c.req.Parameters, c.req.ID = nil, nil, nil, ""
 	clear(c.in)
@@ -173,6 +191,16 @@ func (v *version) put(s *slot, healthy bool) {
 // still usable (it is not after a panic). A returned error fails every
 // request of the batch that has not failed on its own.
 func (v *version) execute(ctx context.Context, s *slot, b *backend.Batch) (healthy bool) {
+	if s.limit != nil {
+		// The rate limiter grants the instance its resources for this run.
+		if err := s.limit.Acquire(ctx); err != nil {
+			for _, r := range b.Requests {
+				r.Fail(err)
+			}
+			return true
+		}
+		defer s.limit.Release()
+	}
 	panicked, err := v.safeExecute(ctx, s, b)
 	if err != nil {
 		for _, r := range b.Requests {
@@ -219,6 +247,9 @@ func (v *version) abort(cause error) {
 	v.aborted.CompareAndSwap(nil, &cause)
 	v.gate.close()
 	v.stopOnce.Do(func() { close(v.stop) })
+	if v.dyn != nil {
+		v.dyn.Close() // queued requests are answered with batcher.ErrClosed
+	}
 }
 
 // ready reports whether the version takes requests and its instances are
@@ -249,6 +280,9 @@ func (v *version) close(cause error) error {
 		<-v.gate.drained
 		var errs []error
 		for _, s := range v.pool {
+			if s.limit != nil {
+				s.limit.Unregister()
+			}
 			inst := s.instance()
 			s.setInstance(nil)
 			if err := closeInstance(inst); err != nil {

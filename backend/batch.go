@@ -134,7 +134,9 @@ func (b *Batch) Batched() bool { return b.batched }
 
 // Input returns the whole-batch tensor of the input named name: the
 // concatenation of every request's input along the first dimension. For a
-// batch of one request it is that request's tensor itself. The result is
+// batch of one request it is that request's tensor itself. For a ragged
+// input (allow_ragged_batch) whose requests have different shapes, it is
+// the requests' elements concatenated into one rank-1 tensor. The result is
 // cached; the concatenation happens at most once per input.
 func (b *Batch) Input(name string) (tensor.Tensor, error) {
 	if len(b.Requests) == 1 {
@@ -156,7 +158,17 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 		}
 		parts = append(parts, t)
 	}
-	t, err := tensor.Concat(name, parts)
+	concat := tensor.Concat
+	for _, p := range parts[1:] {
+		if len(p.Shape) != len(parts[0].Shape) || (len(p.Shape) > 0 && !p.Shape[1:].Equal(parts[0].Shape[1:])) {
+			// Only a ragged input (allow_ragged_batch) batches requests of
+			// different shapes: its elements are concatenated flat, as Triton
+			// hands ragged inputs to backends.
+			concat = tensor.ConcatFlat
+			break
+		}
+	}
+	t, err := concat(name, parts)
 	if err != nil {
 		return tensor.Tensor{}, fmt.Errorf("gathering input %q: %w", name, err)
 	}

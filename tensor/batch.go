@@ -112,3 +112,35 @@ func (t Tensor) SliceRows(start, end int64) (Tensor, error) {
 	copy(shape[1:], t.Shape[1:])
 	return Tensor{Name: t.Name, DataType: t.DataType, Shape: shape, Data: t.Data[lo:hi:hi], mem: t.mem}, nil
 }
+
+// ConcatFlat concatenates every element of parts, whatever their shapes,
+// into one rank-1 tensor: the gather step of a ragged batch (an input with
+// allow_ragged_batch, whose requests have different shapes). All parts must
+// have the same data type; one allocation of the exact size.
+func ConcatFlat(name string, parts []Tensor) (Tensor, error) {
+	if len(parts) == 0 {
+		return Tensor{}, invalidf("tensor %s: concat of no parts", strconv.Quote(name))
+	}
+	var elems int64
+	size := 0
+	for i, p := range parts {
+		if err := p.Validate(); err != nil {
+			return Tensor{}, invalidf("tensor %s: concat part %d: %w", strconv.Quote(name), i, err)
+		}
+		if p.DataType != parts[0].DataType {
+			return Tensor{}, invalidf("tensor %s: concat part %d (%s) has data type %v, part 0 has %v",
+				strconv.Quote(name), i, strconv.Quote(p.Name), p.DataType, parts[0].DataType)
+		}
+		n, _ := p.Shape.NumElements() // Validate checked it
+		if elems > math.MaxInt64-n || size > math.MaxInt-len(p.Data) {
+			return Tensor{}, invalidf("tensor %s: concat size %w", strconv.Quote(name), ErrOverflow)
+		}
+		elems += n
+		size += len(p.Data)
+	}
+	data := make([]byte, 0, size)
+	for _, p := range parts {
+		data = append(data, p.Data...)
+	}
+	return Tensor{Name: name, DataType: parts[0].DataType, Shape: Shape{elems}, Data: data}, nil
+}

@@ -319,3 +319,32 @@ func TestConcatSliceRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestConcatFlat(t *testing.T) {
+	a, _ := tensor.From("a", tensor.Shape{1, 2}, []int32{1, 2})
+	b, _ := tensor.From("b", tensor.Shape{1, 3}, []int32{3, 4, 5})
+	c, _ := tensor.From("c", tensor.Shape{0, 7}, []int32{})
+	got, err := tensor.ConcatFlat("x", []tensor.Tensor{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := tensor.View[int32](got)
+	if got.Name != "x" || !got.Shape.Equal(tensor.Shape{5}) || !slices.Equal(vals, []int32{1, 2, 3, 4, 5}) {
+		t.Fatalf("got %v %v %v", got.Name, got.Shape, vals)
+	}
+	s1, _ := tensor.FromStrings("s", tensor.Shape{1, 1}, []string{"he\x00llo"})
+	s2, _ := tensor.FromStrings("s", tensor.Shape{1, 2}, []string{"", "x"})
+	strs, err := tensor.ConcatFlat("s", []tensor.Tensor{s1, s2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tensor.Strings(strs); !slices.Equal(got, []string{"he\x00llo", "", "x"}) || !strs.Shape.Equal(tensor.Shape{3}) {
+		t.Fatalf("strings %q %v", got, strs.Shape)
+	}
+	f, _ := tensor.From("f", tensor.Shape{1}, []float32{1})
+	for name, parts := range map[string][]tensor.Tensor{"none": nil, "mixed types": {a, f}, "invalid": {{Name: "bad", DataType: tensor.Int32, Shape: tensor.Shape{2}, Data: []byte{1}}}} {
+		if _, err := tensor.ConcatFlat("x", parts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"repository":  {"modelconfig"},
 	"batcher":     {"tensor", "backend"},
 	"ensemble":    {"tensor", "backend", "modelconfig"},
+	"ratelimit":   {},
 }
 
 // rootForbidden are imports the root package must never have: wire

@@ -1,0 +1,480 @@
+package batcher
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors the batcher answers requests with. Their texts are Triton's where
+// clients compare them.
+var (
+	// ErrQueueFull: the request's priority level holds max_queue_size
+	// requests already (Triton: Unavailable).
+	ErrQueueFull = errors.New("Exceeds maximum queue size")
+	// ErrTimeout: the request's queue-policy timeout expired under a REJECT
+	// policy (Triton: Unavailable).
+	ErrTimeout = errors.New("Request timeout expired")
+	// ErrClosed: the batcher stopped before the request was dispatched.
+	ErrClosed = errors.New("the model's scheduler has stopped accepting requests")
+	// ErrPriority: the request asked for a priority level the model does not
+	// have (InvalidArgument).
+	ErrPriority = errors.New("priority level out of range")
+	// ErrTimeoutOverride: the request asked for its own timeout where the
+	// queue policy does not allow it (InvalidArgument).
+	ErrTimeoutOverride = errors.New("the queue policy does not allow a request to set its own timeout")
+)
+
+// Env is how a [Dynamic] batcher sees the items it schedules and the
+// instances it schedules them on. Every function is called on the
+// batcher's scheduler goroutine, except that Size, Compatible and Expired
+// are also called inside Enqueue; none may call back into the batcher.
+type Env[T, I any] struct {
+	// Size is the number of rows item contributes to a batch (its batch
+	// size, at least 1).
+	Size func(item T) int64
+	// Compatible reports whether item may join a batch whose first item is
+	// first (the same non-batch shapes, unless ragged).
+	Compatible func(first, item T) bool
+	// Expired returns the error an item fails with when its request ended
+	// (its context is done); nil otherwise. Checked when batches are formed,
+	// so that nothing runs after its deadline.
+	Expired func(item T) error
+	// Drop answers an item the batcher takes out of its queue without
+	// running it: expired, timed out under REJECT, or the batcher closed.
+	Drop func(item T, err error)
+	// Dispatch hands a formed batch to a free instance. It must not block
+	// and must not keep batch, whose storage the batcher reuses.
+	Dispatch func(inst I, batch []T)
+}
+
+// Dynamic is Triton's dynamic batcher, generic over the queued item T and
+// the instance type I so that it can be tested with plain values.
+//
+// # Algorithm
+//
+// Requests wait in per-priority-level FIFO queues. One scheduler goroutine
+// waits for work and for a free instance (received from the idle channel
+// given to [NewDynamic]); holding the instance, it forms a batch as Triton
+// does: take requests in order — priority level 1 first; within a level,
+// requests whose DELAY timeout expired come after the others — while the
+// batch stays compatible (Env.Compatible) and within the largest preferred
+// size. Then:
+//
+//   - if the next request cannot join (too big, incompatible), the batch
+//     cannot grow: dispatch it now;
+//   - if some prefix of it has a preferred size, dispatch the largest such
+//     prefix now (unless the delay has passed, when everything goes);
+//   - if the oldest request in it has waited max_queue_delay (always true
+//     for a delay of 0), dispatch everything;
+//   - otherwise wait until that delay passes, a request times out, or a new
+//     request arrives, and form again.
+//
+// A request's batch size counts toward the limit, so a request of 4 rows
+// uses 4 of it. Requests whose context ended, or whose REJECT timeout
+// expired, are dropped as they are met; the scheduler also wakes for the
+// closest queue-policy timeout, so rejection is prompt.
+//
+// # Invariants and choices
+//
+//   - The queue lock is never held while calling Drop or Dispatch, nor
+//     while waiting.
+//   - Enqueue never blocks: a full level rejects at once (admission
+//     control); the queues are bounded exactly by the policies.
+//   - Items are intrusive nodes owned by the caller, so queueing does not
+//     allocate, and a caller whose context ends removes its own node in
+//     O(1) ([Dynamic.Remove]); the scheduler need not watch contexts.
+//   - The scheduler takes an instance before forming a batch: while every
+//     instance is busy, requests accumulate and the next batch is as large
+//     as it can be. Holding one instance while waiting for the delay costs
+//     nothing, since no other batch could be formed meanwhile.
+//   - One scheduler goroutine per model version (rejected: forming batches
+//     on the enqueuing goroutines under the lock, which needs a timer per
+//     waiting request to honour the delay, and makes rejections and
+//     priorities harder to get right).
+type Dynamic[T, I any] struct {
+	env      Env[T, I]
+	idle     <-chan I
+	limit    int64
+	prefer   map[int64]bool
+	delay    time.Duration
+	defLevel int
+
+	kick    chan struct{} // a request arrived
+	stop    chan struct{}
+	done    chan struct{}
+	closing sync.Once
+
+	mu sync.Mutex
+	// mu protects the following.
+	levels []level[T]
+	count  int
+	closed bool
+	// next is a queue-policy deadline no later than the closest pending one
+	// (zero: none pending). Enqueue lowers it; sweep recomputes it exactly.
+	next time.Time
+
+	// Owned by the scheduler goroutine.
+	batch   []T
+	nodes   []*Node[T]
+	dropped []dropped[T]
+}
+
+type dropped[T any] struct {
+	item T
+	err  error
+}
+
+// NewDynamic starts a batcher. idle delivers free instances; the batcher
+// receives one for each batch it dispatches (the caller sends the instance
+// back on idle when the batch is done). Close stops it.
+func NewDynamic[T, I any](cfg Config, env Env[T, I], idle <-chan I) (*Dynamic[T, I], error) {
+	policies, limit, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	prefer := map[int64]bool{}
+	for _, p := range cfg.PreferredSizes {
+		prefer[p] = true
+	}
+	if len(prefer) == 0 {
+		prefer[cfg.MaxBatchSize] = true
+	}
+	d := &Dynamic[T, I]{
+		env:      env,
+		idle:     idle,
+		limit:    limit,
+		prefer:   prefer,
+		delay:    cfg.MaxQueueDelay,
+		defLevel: max(cfg.DefaultPriority, 1),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		levels:   make([]level[T], len(policies)),
+	}
+	for i, p := range policies {
+		d.levels[i].policy = p
+	}
+	go d.run()
+	return d, nil
+}
+
+// Enqueue queues item at the given priority level (0: the default level)
+// with the given queue-policy timeout (0: the level's default). It returns
+// ErrPriority or ErrTimeoutOverride for a request the configuration
+// forbids, ErrQueueFull when the level is full and ErrClosed after Close;
+// the item is then not queued. n must not be queued already.
+func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.Duration) error {
+	lvl := d.defLevel
+	if priority != 0 {
+		if priority < 1 || priority > len(d.levels) {
+			return ErrPriority
+		}
+		lvl = priority
+	}
+	now := time.Now()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	l := &d.levels[lvl-1]
+	p := l.policy
+	if timeout > 0 && !p.AllowTimeoutOverride {
+		d.mu.Unlock()
+		return ErrTimeoutOverride
+	}
+	if p.MaxQueueSize > 0 && l.len() >= p.MaxQueueSize {
+		d.mu.Unlock()
+		return ErrQueueFull
+	}
+	// A request may shorten a non-zero default timeout, never lengthen it;
+	// with no default there is no timeout (Triton's rule).
+	t := p.DefaultTimeout
+	if t > 0 && timeout > 0 && timeout < t {
+		t = timeout
+	}
+	n.item, n.level, n.enqueued, n.delayed = item, lvl-1, now, false
+	n.deadline = time.Time{}
+	if t > 0 {
+		n.deadline = now.Add(t)
+	}
+	l.main.pushBack(n)
+	d.count++
+	if t > 0 && (d.next.IsZero() || n.deadline.Before(d.next)) {
+		d.next = n.deadline
+	}
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Remove takes n out of its queue if it is still waiting and reports
+// whether it did. A caller whose context ends calls it; false means the
+// item was already dispatched (or dropped) and will be answered.
+func (d *Dynamic[T, I]) Remove(n *Node[T]) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n.list == nil {
+		return false
+	}
+	n.list.remove(n)
+	d.count--
+	var zero T
+	n.item = zero
+	return true
+}
+
+// Len returns the number of queued requests.
+func (d *Dynamic[T, I]) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.count
+}
+
+// Close stops the scheduler and drops every queued item with ErrClosed.
+// It returns once the scheduler goroutine has ended. Later calls do nothing.
+func (d *Dynamic[T, I]) Close() {
+	d.closing.Do(func() {
+		close(d.stop)
+		<-d.done
+		d.mu.Lock()
+		d.closed = true
+		var all []dropped[T]
+		for i := range d.levels {
+			for _, l := range []*list[T]{&d.levels[i].main, &d.levels[i].delayed} {
+				for l.head != nil {
+					n := l.head
+					all = append(all, dropped[T]{n.item, ErrClosed})
+					l.remove(n)
+				}
+			}
+		}
+		d.count = 0
+		d.mu.Unlock()
+		for _, x := range all {
+			d.env.Drop(x.item, ErrClosed)
+		}
+	})
+}
+
+func (d *Dynamic[T, I]) run() {
+	defer close(d.done)
+	var (
+		inst  I
+		have  bool
+		timer = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	arm := func(after time.Duration) <-chan time.Time {
+		timer.Reset(max(after, time.Microsecond))
+		return timer.C
+	}
+	for {
+		d.mu.Lock()
+		empty, next := d.count == 0, d.next
+		d.mu.Unlock()
+		if empty {
+			select {
+			case <-d.kick:
+				continue
+			case <-d.stop:
+				return
+			}
+		}
+		if !have {
+			// Wait for an instance; meanwhile reject (or delay) requests as
+			// their queue-policy timeouts expire.
+			var expire <-chan time.Time
+			if !next.IsZero() {
+				expire = arm(time.Until(next))
+			}
+			select {
+			case inst = <-d.idle:
+				have = true
+			case <-expire:
+				d.sweep()
+				d.answerDropped()
+			case <-d.kick:
+			case <-d.stop:
+				return
+			}
+			timer.Stop()
+			continue
+		}
+		wait := d.form()
+		d.answerDropped()
+		if len(d.batch) > 0 {
+			d.env.Dispatch(inst, d.batch)
+			clear(d.batch)
+			d.batch = d.batch[:0]
+			have = false
+			continue
+		}
+		if wait <= 0 {
+			continue // everything left was dropped
+		}
+		select {
+		case <-arm(wait):
+		case <-d.kick:
+		case <-d.stop:
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// sweep applies expired queue-policy timeouts across the whole queue and
+// recomputes the closest pending deadline.
+func (d *Dynamic[T, I]) sweep() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sweepLocked(time.Now())
+}
+
+func (d *Dynamic[T, I]) sweepLocked(now time.Time) {
+	d.next = time.Time{}
+	for li := range d.levels {
+		lv := &d.levels[li]
+		for n := lv.main.head; n != nil; {
+			next := n.next
+			d.expire(lv, n, now)
+			n = next
+		}
+	}
+}
+
+// expire handles n's queue-policy timeout at time now: it drops or delays
+// n if the timeout has passed and reports whether it did; otherwise it
+// notes n's deadline as a candidate for d.next. d.mu must be held.
+func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time) bool {
+	if n.deadline.IsZero() || n.delayed {
+		return false
+	}
+	if now.Before(n.deadline) {
+		if d.next.IsZero() || n.deadline.Before(d.next) {
+			d.next = n.deadline
+		}
+		return false
+	}
+	if lv.policy.TimeoutAction == Reject {
+		d.drop(n, ErrTimeout)
+		return true
+	}
+	n.list.remove(n)
+	n.delayed = true
+	lv.delayed.pushBack(n)
+	return true
+}
+
+// form builds the next batch into d.batch, unlinking its items, or, when
+// the batch should wait to grow, leaves d.batch empty and returns how long
+// to wait. Dropped items go to d.dropped.
+func (d *Dynamic[T, I]) form() time.Duration {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.next.IsZero() && !now.Before(d.next) {
+		d.sweepLocked(now) // a timeout passed: apply it everywhere, find the next one
+	}
+
+	var (
+		size   int64
+		first  T
+		nodes  = d.nodes[:0] // candidate batch, in order
+		best   = 0           // length of the longest prefix with a preferred size
+		full   bool          // the next request cannot join
+		oldest time.Time
+	)
+	defer func() {
+		clear(nodes)
+		d.nodes = nodes[:0]
+	}()
+	// Expired DELAY requests move to their level's delayed list; that list is
+	// scanned after the main one, so they are met again in this pass.
+scan:
+	for li := range d.levels {
+		lv := &d.levels[li]
+		for _, l := range []*list[T]{&lv.main, &lv.delayed} {
+			for n := l.head; n != nil; {
+				next := n.next
+				if err := d.env.Expired(n.item); err != nil {
+					d.drop(n, err)
+					n = next
+					continue
+				}
+				if d.expire(lv, n, now) {
+					n = next
+					continue
+				}
+				rows := d.env.Size(n.item)
+				if len(nodes) > 0 && (size+rows > d.limit || !d.env.Compatible(first, n.item)) {
+					full = true
+					break scan
+				}
+				if len(nodes) == 0 {
+					first = n.item
+				}
+				nodes = append(nodes, n)
+				size += rows
+				if oldest.IsZero() || n.enqueued.Before(oldest) {
+					oldest = n.enqueued
+				}
+				if d.prefer[size] {
+					best = len(nodes)
+				}
+				if size >= d.limit {
+					full = true
+					break scan
+				}
+				n = next
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return 0
+	}
+	waited := now.Sub(oldest)
+	take := 0
+	switch {
+	case full || waited >= d.delay:
+		take = len(nodes)
+	case best > 0:
+		take = best
+	default:
+		wait := d.delay - waited
+		if !d.next.IsZero() {
+			wait = min(wait, d.next.Sub(now))
+		}
+		return max(wait, time.Microsecond)
+	}
+	for _, n := range nodes[:take] {
+		d.batch = append(d.batch, n.item)
+		n.list.remove(n)
+		d.count--
+		var zero T
+		n.item = zero
+	}
+	return 0
+}
+
+// drop unlinks n and records it to be answered with err once the lock is
+// released. d.mu must be held.
+func (d *Dynamic[T, I]) drop(n *Node[T], err error) {
+	d.dropped = append(d.dropped, dropped[T]{n.item, err})
+	n.list.remove(n)
+	d.count--
+	var zero T
+	n.item = zero
+}
+
+func (d *Dynamic[T, I]) answerDropped() {
+	for i, x := range d.dropped {
+		d.env.Drop(x.item, x.err)
+		d.dropped[i] = dropped[T]{}
+	}
+	d.dropped = d.dropped[:0]
+}

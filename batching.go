@@ -1,0 +1,227 @@
+package triton
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/batcher"
+	"github.com/triton-go/triton/modelconfig"
+)
+
+// A model with dynamic_batching queues its requests in a batcher.Dynamic.
+// The batcher's scheduler goroutine forms a batch when an instance is free
+// and hands it to the batch's first request, the leader, whose goroutine is
+// waiting anyway: the leader runs Execute for the whole batch, then wakes
+// the others, which each build their own response. So no goroutine sits
+// between the batcher and the backend, and the batch's one gather copy
+// (backend.Batch.Input) and per-request output views
+// (backend.Batch.SetOutput) are the only data movement.
+
+// batchWork is one dispatched batch on its way to its leader.
+type batchWork struct {
+	slot  *slot
+	calls []*call
+	reqs  []*backend.Request
+	batch backend.Batch
+}
+
+var workPool = sync.Pool{New: func() any { return new(batchWork) }}
+
+// batcherConfig translates dynamic_batching into the batcher's terms.
+func batcherConfig(cfg *modelconfig.ModelConfig) batcher.Config {
+	db := cfg.GetDynamicBatching()
+	bc := batcher.Config{
+		MaxBatchSize:    int64(cfg.GetMaxBatchSize()),
+		MaxQueueDelay:   time.Duration(db.GetMaxQueueDelayMicroseconds()) * time.Microsecond,
+		PriorityLevels:  int(db.GetPriorityLevels()),
+		DefaultPriority: int(db.GetDefaultPriorityLevel()),
+		DefaultPolicy:   queuePolicy(db.GetDefaultQueuePolicy()),
+	}
+	for _, p := range db.GetPreferredBatchSize() {
+		bc.PreferredSizes = append(bc.PreferredSizes, int64(p))
+	}
+	for lvl, p := range db.GetPriorityQueuePolicy() {
+		if bc.Policies == nil {
+			bc.Policies = map[int]batcher.QueuePolicy{}
+		}
+		bc.Policies[int(lvl)] = queuePolicy(p)
+	}
+	return bc
+}
+
+func queuePolicy(p *modelconfig.ModelQueuePolicy) batcher.QueuePolicy {
+	qp := batcher.QueuePolicy{
+		DefaultTimeout:       time.Duration(p.GetDefaultTimeoutMicroseconds()) * time.Microsecond,
+		AllowTimeoutOverride: p.GetAllowTimeoutOverride(),
+		MaxQueueSize:         int(p.GetMaxQueueSize()),
+	}
+	if p.GetTimeoutAction() == modelconfig.ModelQueuePolicy_DELAY {
+		qp.TimeoutAction = batcher.Delay
+	}
+	return qp
+}
+
+// startBatcher creates the version's dynamic batcher, when its config asks
+// for one. It must run after start (the batcher takes instances from idle).
+func (v *version) startBatcher() error {
+	if v.cfg.GetDynamicBatching() == nil {
+		return nil
+	}
+	v.ordered = v.cfg.GetDynamicBatching().GetPreserveOrdering()
+	env := batcher.Env[*call, *slot]{
+		Size:       func(c *call) int64 { return c.req.BatchSize },
+		Compatible: func(a, b *call) bool { return v.sig.compatible(a.req.Inputs, b.req.Inputs) },
+		Expired:    func(c *call) error { return c.ctx.Err() },
+		Drop: func(c *call, err error) {
+			if err == batcher.ErrTimeout {
+				v.timedOut.Add(1)
+			}
+			c.req.Fail(err)
+			v.release(c)
+		},
+		Dispatch: func(s *slot, batch []*call) {
+			w := workPool.Get().(*batchWork)
+			w.slot = s
+			w.calls = append(w.calls[:0], batch...)
+			leader := batch[0]
+			leader.work = w
+			leader.wake <- struct{}{}
+		},
+	}
+	d, err := batcher.NewDynamic(batcherConfig(v.cfg), env, v.idle)
+	if err != nil {
+		return fmt.Errorf("dynamic_batching: %w", err)
+	}
+	v.dyn = d
+	return nil
+}
+
+// inferBatched queues the request and waits for its answer, leading its
+// batch if the batcher makes it the leader.
+func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call) (*InferResponse, error) {
+	c.ctx = ctx
+	if v.ordered {
+		c.seq = v.order.issue()
+	}
+	if err := v.dyn.Enqueue(&c.node, c, int(min(req.Priority, 1<<30)), req.Timeout); err != nil {
+		if v.ordered {
+			v.order.skip(c.seq)
+		}
+		putCall(c)
+		if err == batcher.ErrQueueFull {
+			v.rejected.Add(1)
+		}
+		if err == batcher.ErrPriority {
+			err = fmt.Errorf("priority %d is not a priority level of model '%s' (levels 1 to %d): %w",
+				req.Priority, v.name, max(v.cfg.GetDynamicBatching().GetPriorityLevels(), 1), err)
+		}
+		return nil, v.errorf(req, classify(err, Unavailable), err)
+	}
+	done := ctx.Done()
+	for {
+		select {
+		case <-c.wake:
+		case <-done:
+			if v.dyn.Remove(&c.node) {
+				if v.ordered {
+					v.order.skip(c.seq)
+				}
+				putCall(c)
+				return nil, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err())
+			}
+			done = nil // already dispatched: it will be answered
+			continue
+		}
+		if w := c.work; w != nil {
+			c.work = nil
+			v.lead(w)
+			continue // then wait for our own answer
+		}
+		break
+	}
+	resp, err := v.response(req, &c.req)
+	putCall(c)
+	return resp, err
+}
+
+// lead runs a dispatched batch on its instance and answers its requests.
+func (v *version) lead(w *batchWork) {
+	w.reqs = w.reqs[:0]
+	for _, c := range w.calls {
+		w.reqs = append(w.reqs, &c.req)
+	}
+	w.batch.Reset(true, w.reqs)
+	// A batch of several requests is not cancelled by any one of them: each
+	// was checked when the batch was formed, and the others still want
+	// their answers.
+	ctx := w.calls[0].ctx
+	if len(w.calls) > 1 {
+		ctx = context.WithoutCancel(ctx)
+	}
+	v.put(w.slot, v.execute(ctx, w.slot, &w.batch))
+	for _, c := range w.calls {
+		v.release(c)
+	}
+	clear(w.calls)
+	clear(w.reqs)
+	w.batch.Reset(false, nil)
+	w.slot = nil
+	workPool.Put(w)
+}
+
+// release hands a finished request its answer: at once, or, with
+// preserve_ordering, once every request that arrived before it has had
+// its own.
+func (v *version) release(c *call) {
+	if !v.ordered {
+		c.wake <- struct{}{}
+		return
+	}
+	v.order.done(c)
+}
+
+// order releases answers in arrival order (preserve_ordering).
+type order struct {
+	mu sync.Mutex
+	// mu protects the following.
+	issued, next uint64
+	held         map[uint64]*call // finished, waiting for earlier ones; nil: skipped
+}
+
+func (o *order) issue() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.issued++
+	return o.issued
+}
+
+// done records c as finished and wakes every request now releasable.
+func (o *order) done(c *call) { o.finish(c.seq, c) }
+
+// skip records that request seq left without an answer to deliver
+// (refused, or cancelled while queued).
+func (o *order) skip(seq uint64) { o.finish(seq, nil) }
+
+func (o *order) finish(seq uint64, c *call) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.held == nil {
+		o.held = map[uint64]*call{}
+		o.next = 1
+	}
+	o.held[seq] = c
+	for {
+		h, ok := o.held[o.next]
+		if !ok {
+			return
+		}
+		delete(o.held, o.next)
+		o.next++
+		if h != nil {
+			h.wake <- struct{}{}
+		}
+	}
+}
