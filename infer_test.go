@@ -613,3 +613,35 @@ func TestLastInstanceLost(t *testing.T) {
 	_, err = srv.Infer(context.Background(), req(0))
 	wantError(t, err, triton.NotFound, "has no available versions")
 }
+
+// TestSeveralInstanceGroups: every group gets its instances, named after
+// the group, and all of them run at once.
+func TestSeveralInstanceGroups(t *testing.T) {
+	files := map[string]string{
+		"m/config.pbtxt": `backend: "tracker"
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { name: "cpu" count: 1 kind: KIND_CPU }, { count: 2 kind: KIND_MODEL }, { name: "auto" count: 1 } ]`,
+		"m/1/x": "",
+	}
+	tr := &tracker{release: make(chan struct{}), arrived: make(chan string, 100)}
+	srv := newServer(t, files, triton.WithBackend("tracker", tr))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	var names []string
+	for range 4 {
+		names = append(names, <-tr.arrived)
+	}
+	close(tr.release)
+	wg.Wait()
+	slices.Sort(names)
+	if want := []string{"auto_0", "cpu_0", "m_1_0", "m_1_1"}; !slices.Equal(names, want) {
+		t.Errorf("instances running at once %v, want %v", names, want)
+	}
+}
