@@ -33,7 +33,9 @@ func newGated(gated bool) *gatedBackend {
 	return &gatedBackend{gated: gated, release: make(chan struct{}, 100), started: make(chan struct{}, 100)}
 }
 
-func (g *gatedBackend) Load(context.Context, *backend.ModelSpec) (backend.Model, error) { return g, nil }
+func (g *gatedBackend) Load(context.Context, *backend.ModelSpec) (backend.Model, error) {
+	return g, nil
+}
 func (g *gatedBackend) NewInstance(context.Context, backend.InstanceSpec) (backend.Instance, error) {
 	return g, nil
 }
