@@ -178,6 +178,10 @@ func (v *version) take(ctx context.Context) (*slot, error) {
 // one goes the version stops.
 func (v *version) put(s *slot, healthy bool) {
 	if healthy || v.restart(s) {
+		if v.dyn != nil {
+			v.dyn.Release(s) // may start the next batch on this goroutine
+			return
+		}
 		v.idle <- s
 		return
 	}

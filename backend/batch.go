@@ -90,7 +90,9 @@ func (r *Request) Reset() {
 // A backend either works per request (Requests[i].Inputs, SetOutput, Fail) or
 // on the whole batch ([Batch.Input], [Batch.SetOutput]); the two may be mixed.
 // Batch.Input gathers a batched model's inputs into one contiguous tensor,
-// the only copy on the request path, and none for a batch of one request.
+// the only copy on the request path, and none for a batch of one request;
+// the memory it gathers into is reused by later batches, one more reason a
+// backend must not keep inputs past Execute.
 // Batch.SetOutput splits a batch output into per-request views without
 // copying.
 type Batch struct {
@@ -101,6 +103,8 @@ type Batch struct {
 	batched  bool
 	size     int64
 	gathered []tensor.Tensor
+	parts    []tensor.Tensor // scratch for Input
+	arena    []byte          // gathered inputs' data, reused by the next batch
 }
 
 // NewBatch returns a batch of reqs. batched tells whether the model batches
@@ -123,6 +127,7 @@ func (b *Batch) Reset(batched bool, reqs []*Request) {
 	}
 	clear(b.gathered)
 	b.gathered = b.gathered[:0]
+	b.arena = b.arena[:0]
 }
 
 // Size returns the number of rows of the batch: the sum of the requests'
@@ -150,27 +155,60 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 			return b.gathered[i], nil
 		}
 	}
-	parts := make([]tensor.Tensor, 0, len(b.Requests))
+	parts := b.parts[:0]
+	defer func() {
+		clear(parts)
+		b.parts = parts[:0]
+	}()
+	var rows, elems int64
+	size := 0
+	ragged := false
 	for _, r := range b.Requests {
 		t, ok := r.Input(name)
 		if !ok {
 			return tensor.Tensor{}, fmt.Errorf("request %q of the batch has no input %q: %w", r.ID, name, ErrInvalidInput)
 		}
-		parts = append(parts, t)
-	}
-	concat := tensor.Concat
-	for _, p := range parts[1:] {
-		if len(p.Shape) != len(parts[0].Shape) || (len(p.Shape) > 0 && !p.Shape[1:].Equal(parts[0].Shape[1:])) {
+		if len(parts) > 0 {
+			first := &parts[0]
+			if t.DataType != first.DataType {
+				return tensor.Tensor{}, fmt.Errorf("gathering input %q: request %q has data type %v, request %q has %v: %w",
+					name, r.ID, t.DataType, b.Requests[0].ID, first.DataType, ErrInvalidInput)
+			}
 			// Only a ragged input (allow_ragged_batch) batches requests of
 			// different shapes: its elements are concatenated flat, as Triton
 			// hands ragged inputs to backends.
-			concat = tensor.ConcatFlat
-			break
+			ragged = ragged || len(t.Shape) != len(first.Shape) || !t.Shape[1:].Equal(first.Shape[1:])
 		}
+		if len(t.Shape) == 0 {
+			return tensor.Tensor{}, fmt.Errorf("gathering input %q: request %q has a scalar; a batch needs a batch dimension: %w", name, r.ID, ErrInvalidInput)
+		}
+		n, err := t.Shape.NumElements()
+		if err != nil {
+			return tensor.Tensor{}, fmt.Errorf("gathering input %q: %w", name, err)
+		}
+		parts = append(parts, t)
+		rows += t.Shape[0]
+		elems += n
+		size += len(t.Data)
 	}
-	t, err := concat(name, parts)
-	if err != nil {
-		return tensor.Tensor{}, fmt.Errorf("gathering input %q: %w", name, err)
+	// The one copy of the request path: into the batch's arena, reused by
+	// later batches (inputs are borrowed only until Execute returns), each
+	// tensor 8-byte aligned so typed views work.
+	start := (len(b.arena) + 7) &^ 7
+	if need := start + size; need > cap(b.arena) {
+		grown := make([]byte, len(b.arena), max(need, 2*cap(b.arena))) // earlier tensors keep the old array
+		copy(grown, b.arena)
+		b.arena = grown
+	}
+	b.arena = b.arena[:start]
+	for _, p := range parts {
+		b.arena = append(b.arena, p.Data...)
+	}
+	t := tensor.Tensor{Name: name, DataType: parts[0].DataType, Data: b.arena[start:len(b.arena):len(b.arena)]}
+	if ragged {
+		t.Shape = tensor.Shape{elems}
+	} else {
+		t.Shape = append(tensor.Shape{rows}, parts[0].Shape[1:]...)
 	}
 	b.gathered = append(b.gathered, t)
 	return t, nil

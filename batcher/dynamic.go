@@ -94,7 +94,7 @@ type Env[T, I any] struct {
 //     priorities harder to get right).
 type Dynamic[T, I any] struct {
 	env      Env[T, I]
-	idle     <-chan I
+	idle     chan I
 	limit    int64
 	prefer   map[int64]bool
 	delay    time.Duration
@@ -114,7 +114,12 @@ type Dynamic[T, I any] struct {
 	// (zero: none pending). Enqueue lowers it; sweep recomputes it exactly.
 	next time.Time
 
-	// Owned by the scheduler goroutine.
+	own     scratch[T] // the scheduler goroutine's
+	scratch sync.Pool  // of *scratch[T], for Release on other goroutines
+}
+
+// scratch is the storage one batch formation works in.
+type scratch[T any] struct {
 	batch   []T
 	nodes   []*Node[T]
 	dropped []dropped[T]
@@ -125,10 +130,11 @@ type dropped[T any] struct {
 	err  error
 }
 
-// NewDynamic starts a batcher. idle delivers free instances; the batcher
-// receives one for each batch it dispatches (the caller sends the instance
-// back on idle when the batch is done). Close stops it.
-func NewDynamic[T, I any](cfg Config, env Env[T, I], idle <-chan I) (*Dynamic[T, I], error) {
+// NewDynamic starts a batcher. idle holds the free instances: the batcher
+// takes one for each batch it dispatches, and the instance comes back with
+// [Dynamic.Release] (or a plain send on idle) when its batch is done; its
+// capacity must be the number of instances. Close stops it.
+func NewDynamic[T, I any](cfg Config, env Env[T, I], idle chan I) (*Dynamic[T, I], error) {
 	policies, limit, err := cfg.validate()
 	if err != nil {
 		return nil, err
@@ -296,8 +302,8 @@ func (d *Dynamic[T, I]) run() {
 			case inst = <-d.idle:
 				have = true
 			case <-expire:
-				d.sweep()
-				d.answerDropped()
+				d.sweep(&d.own)
+				d.answer(&d.own)
 			case <-d.kick:
 			case <-d.stop:
 				return
@@ -305,12 +311,12 @@ func (d *Dynamic[T, I]) run() {
 			timer.Stop()
 			continue
 		}
-		wait := d.form()
-		d.answerDropped()
-		if len(d.batch) > 0 {
-			d.env.Dispatch(inst, d.batch)
-			clear(d.batch)
-			d.batch = d.batch[:0]
+		wait := d.form(&d.own)
+		d.answer(&d.own)
+		if len(d.own.batch) > 0 {
+			d.env.Dispatch(inst, d.own.batch)
+			clear(d.own.batch)
+			d.own.batch = d.own.batch[:0]
 			have = false
 			continue
 		}
@@ -329,19 +335,19 @@ func (d *Dynamic[T, I]) run() {
 
 // sweep applies expired queue-policy timeouts across the whole queue and
 // recomputes the closest pending deadline.
-func (d *Dynamic[T, I]) sweep() {
+func (d *Dynamic[T, I]) sweep(sc *scratch[T]) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.sweepLocked(time.Now())
+	d.sweepLocked(time.Now(), sc)
 }
 
-func (d *Dynamic[T, I]) sweepLocked(now time.Time) {
+func (d *Dynamic[T, I]) sweepLocked(now time.Time, sc *scratch[T]) {
 	d.next = time.Time{}
 	for li := range d.levels {
 		lv := &d.levels[li]
 		for n := lv.main.head; n != nil; {
 			next := n.next
-			d.expire(lv, n, now)
+			d.expire(lv, n, now, sc)
 			n = next
 		}
 	}
@@ -350,7 +356,7 @@ func (d *Dynamic[T, I]) sweepLocked(now time.Time) {
 // expire handles n's queue-policy timeout at time now: it drops or delays
 // n if the timeout has passed and reports whether it did; otherwise it
 // notes n's deadline as a candidate for d.next. d.mu must be held.
-func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time) bool {
+func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time, sc *scratch[T]) bool {
 	if n.deadline.IsZero() || n.delayed {
 		return false
 	}
@@ -361,7 +367,7 @@ func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time) bool {
 		return false
 	}
 	if lv.policy.TimeoutAction == Reject {
-		d.drop(n, ErrTimeout)
+		d.drop(n, ErrTimeout, sc)
 		return true
 	}
 	n.list.remove(n)
@@ -370,28 +376,28 @@ func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time) bool {
 	return true
 }
 
-// form builds the next batch into d.batch, unlinking its items, or, when
-// the batch should wait to grow, leaves d.batch empty and returns how long
-// to wait. Dropped items go to d.dropped.
-func (d *Dynamic[T, I]) form() time.Duration {
+// form builds the next batch into sc.batch, unlinking its items, or, when
+// the batch should wait to grow, leaves sc.batch empty and returns how long
+// to wait. Dropped items go to sc.dropped.
+func (d *Dynamic[T, I]) form(sc *scratch[T]) time.Duration {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.next.IsZero() && !now.Before(d.next) {
-		d.sweepLocked(now) // a timeout passed: apply it everywhere, find the next one
+		d.sweepLocked(now, sc) // a timeout passed: apply it everywhere, find the next one
 	}
 
 	var (
 		size   int64
 		first  T
-		nodes  = d.nodes[:0] // candidate batch, in order
+		nodes  = sc.nodes[:0] // candidate batch, in order
 		best   = 0           // length of the longest prefix with a preferred size
 		full   bool          // the next request cannot join
 		oldest time.Time
 	)
 	defer func() {
 		clear(nodes)
-		d.nodes = nodes[:0]
+		sc.nodes = nodes[:0]
 	}()
 	// Expired DELAY requests move to their level's delayed list; that list is
 	// scanned after the main one, so they are met again in this pass.
@@ -402,11 +408,11 @@ scan:
 			for n := l.head; n != nil; {
 				next := n.next
 				if err := d.env.Expired(n.item); err != nil {
-					d.drop(n, err)
+					d.drop(n, err, sc)
 					n = next
 					continue
 				}
-				if d.expire(lv, n, now) {
+				if d.expire(lv, n, now, sc) {
 					n = next
 					continue
 				}
@@ -452,7 +458,7 @@ scan:
 		return max(wait, time.Microsecond)
 	}
 	for _, n := range nodes[:take] {
-		d.batch = append(d.batch, n.item)
+		sc.batch = append(sc.batch, n.item)
 		n.list.remove(n)
 		d.count--
 		var zero T
@@ -463,18 +469,49 @@ scan:
 
 // drop unlinks n and records it to be answered with err once the lock is
 // released. d.mu must be held.
-func (d *Dynamic[T, I]) drop(n *Node[T], err error) {
-	d.dropped = append(d.dropped, dropped[T]{n.item, err})
+func (d *Dynamic[T, I]) drop(n *Node[T], err error, sc *scratch[T]) {
+	sc.dropped = append(sc.dropped, dropped[T]{n.item, err})
 	n.list.remove(n)
 	d.count--
 	var zero T
 	n.item = zero
 }
 
-func (d *Dynamic[T, I]) answerDropped() {
-	for i, x := range d.dropped {
+func (d *Dynamic[T, I]) answer(sc *scratch[T]) {
+	for i, x := range sc.dropped {
 		d.env.Drop(x.item, x.err)
-		d.dropped[i] = dropped[T]{}
+		sc.dropped[i] = dropped[T]{}
 	}
-	d.dropped = d.dropped[:0]
+	sc.dropped = sc.dropped[:0]
+}
+
+// Release hands back an instance that finished a batch. When the next
+// batch is ready it is formed and dispatched to inst right here, on the
+// caller's goroutine, saving the trip through the scheduler goroutine (a
+// wake-up on the critical path between two batches); otherwise the
+// instance goes back to the scheduler through the idle channel. Requests
+// the formation drops are answered here too.
+func (d *Dynamic[T, I]) Release(inst I) {
+	d.mu.Lock()
+	queued, closed := d.count > 0, d.closed
+	d.mu.Unlock()
+	if queued && !closed {
+		sc, _ := d.scratch.Get().(*scratch[T])
+		if sc == nil {
+			sc = new(scratch[T])
+		}
+		d.form(sc)
+		d.answer(sc)
+		dispatched := len(sc.batch) > 0
+		if dispatched {
+			d.env.Dispatch(inst, sc.batch)
+			clear(sc.batch)
+			sc.batch = sc.batch[:0]
+		}
+		d.scratch.Put(sc)
+		if dispatched {
+			return
+		}
+	}
+	d.idle <- inst
 }

@@ -384,6 +384,7 @@ func TestStress(t *testing.T) {
 		limit     = 6
 	)
 	var (
+		d       *Dynamic[*item, int]
 		mu      sync.Mutex
 		seen    = map[int]string{}
 		bad     atomic.Value
@@ -415,10 +416,11 @@ func TestStress(t *testing.T) {
 			if rows > limit {
 				bad.Store(fmt.Sprintf("batch of %d rows", rows))
 			}
-			go func() { idle <- inst }() // the instance finishes later
+			go func() { d.Release(inst) }() // the instance finishes later, maybe starting the next batch itself
 		},
 	}
-	d, err := NewDynamic(Config{MaxBatchSize: limit, MaxQueueDelay: 20 * time.Microsecond,
+	var err error
+	d, err = NewDynamic(Config{MaxBatchSize: limit, MaxQueueDelay: 20 * time.Microsecond,
 		DefaultPolicy: QueuePolicy{DefaultTimeout: time.Second}}, env, idle)
 	if err != nil {
 		t.Fatal(err)
@@ -483,4 +485,29 @@ func drainIdle(idle chan int) {
 			return
 		}
 	}
+}
+
+// TestRelease: an instance handed back while a batch is ready dispatches it
+// on the releasing goroutine at once; with nothing ready it goes back to
+// the scheduler.
+func TestRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{MaxBatchSize: 2, MaxQueueDelay: time.Hour})
+		h.add(1, 1, 0, 0, 0)
+		h.add(2, 1, 0, 0, 0)
+		h.add(3, 1, 0, 0, 0)
+		h.d.Release(7) // [1 2] is full: dispatched before Release returns
+		h.want([]int{1, 2})
+		h.d.Release(8) // [3] must wait for the delay: to the scheduler
+		h.want([]int{1, 2})
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		h.want([]int{1, 2}, []int{3})
+		h.mu.Lock()
+		insts := slices.Clone(h.insts)
+		h.mu.Unlock()
+		if !slices.Equal(insts, []int{7, 8}) {
+			t.Errorf("instances %v, want [7 8]", insts)
+		}
+	})
 }
