@@ -246,3 +246,47 @@ func TestModelSpec(t *testing.T) {
 		t.Error("VersionDir without a local folder must be empty")
 	}
 }
+
+// TestBatchArena: gathered inputs are aligned for typed views even after an
+// odd-sized one, and the next batch reuses the memory.
+func TestBatchArena(t *testing.T) {
+	s1, _ := tensor.FromStrings("S", tensor.Shape{1}, []string{"abc"}) // 7 bytes
+	s2, _ := tensor.FromStrings("S", tensor.Shape{1}, []string{"de"})  // 6 bytes
+	r1 := &backend.Request{BatchSize: 1, Inputs: []tensor.Tensor{s1, f32(t, "X", tensor.Shape{1, 2}, 1, 2)}}
+	r2 := &backend.Request{BatchSize: 1, Inputs: []tensor.Tensor{s2, f32(t, "X", tensor.Shape{1, 2}, 3, 4)}}
+	b := backend.NewBatch(true, r1, r2)
+	strs, err := b.Input("S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tensor.Strings(strs); !slices.Equal(got, []string{"abc", "de"}) {
+		t.Fatalf("strings %q", got)
+	}
+	x, err := b.Input("X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := tensor.View[float32](x)
+	if err != nil {
+		t.Fatalf("view after an odd-sized input: %v", err)
+	}
+	if !slices.Equal(vals, []float32{1, 2, 3, 4}) || !x.Shape.Equal(tensor.Shape{2, 2}) {
+		t.Fatalf("X %v %v", x.Shape, vals)
+	}
+	first := &x.Data[0]
+	b.Reset(true, []*backend.Request{r1, r2})
+	if _, err := b.Input("S"); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := b.Input("X")
+	if v, _ := tensor.View[float32](again); !slices.Equal(v, []float32{1, 2, 3, 4}) {
+		t.Fatalf("after Reset: %v", v)
+	}
+	if &again.Data[0] != first {
+		t.Error("the next batch did not reuse the gather memory")
+	}
+	mixed := backend.NewBatch(true, r1, &backend.Request{BatchSize: 1, Inputs: []tensor.Tensor{f32(t, "S", tensor.Shape{1}, 1)}})
+	if _, err := mixed.Input("S"); !errors.Is(err, backend.ErrInvalidInput) {
+		t.Errorf("mixed data types: %v", err)
+	}
+}
