@@ -2,13 +2,11 @@ package triton
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton/backend"
@@ -17,69 +15,13 @@ import (
 	"github.com/triton-go/triton/repository"
 )
 
-// loadThreads is how many models load at once (Triton's
-// --model-load-thread-count default).
-const loadThreads = 4
-
-// loadStartupModels scans the repositories and loads the startup models
-// (all, or those named by WithStartupModels), publishing one table.
-func (s *Server) loadStartupModels(ctx context.Context) error {
-	dirs, err := repository.Scan(s.opts.roots, s.log)
-	if err != nil {
-		return &Error{Code: InvalidArgument, Err: fmt.Errorf("scanning model repository: %w", err)}
-	}
-	known := make(map[string]bool, len(dirs))
-	for _, md := range dirs {
-		known[md.Name] = true
-	}
-	want := s.opts.startupModels
-	all := len(want) == 0 || slices.Equal(want, []string{"*"})
-	var missing []string
-	if !all {
-		for _, n := range want {
-			if !known[n] {
-				missing = append(missing, n)
-			}
-		}
-		dirs = slices.DeleteFunc(dirs, func(md repository.ModelDir) bool { return !slices.Contains(want, md.Name) })
-	}
-
-	entries := make([]*modelEntry, len(dirs))
-	var g errgroup.Group
-	g.SetLimit(loadThreads)
-	for i, md := range dirs {
-		g.Go(func() error {
-			entries[i] = s.loadModel(ctx, md, func(name string) bool { return known[name] })
-			return nil
-		})
-	}
-	_ = g.Wait()
-
-	t := &modelTable{models: make(map[string]*modelEntry, len(entries)+len(missing))}
-	var errs []error
-	for _, e := range entries {
-		t.models[e.name] = e
-		for _, f := range e.failures {
-			errs = append(errs, f.err)
-		}
-	}
-	for _, n := range missing {
-		err := &Error{Code: NotFound, Model: n, Err: fmt.Errorf("failed to load '%s': no model folder of that name in the model repository", n)}
-		t.models[n] = &modelEntry{name: n, failures: []loadFailure{{err: err}}}
-		errs = append(errs, err)
-	}
-	s.table.Store(t)
-	if len(errs) > 0 && s.opts.exitOnError {
-		return errors.Join(errs...)
-	}
-	return nil
-}
-
-// loadModel reads, checks and loads every version of one model that its
-// version policy selects. It never fails as a whole: failures are recorded
-// in the entry, per version where they concern one.
-func (s *Server) loadModel(ctx context.Context, md repository.ModelDir, known func(string) bool) *modelEntry {
-	e := &modelEntry{name: md.Name}
+// buildModel reads, checks and loads every version of one model that its
+// version policy selects, without publishing anything. It never fails as a
+// whole: failures are recorded in the result, per version where they
+// concern one.
+func (s *Server) buildModel(ctx context.Context, src source, known func(string) bool) *modelEntry {
+	md := src.dir
+	e := &modelEntry{name: md.Name, fingerprint: src.fingerprint, override: src.override != nil}
 	log := s.log.With(zap.String("model", md.Name))
 	fail := func(ver int64, code Code, err error) {
 		err = &Error{Code: code, Model: md.Name, Version: ver, Err: fmt.Errorf("failed to load '%s': %w", md.Name, err)}
@@ -87,12 +29,11 @@ func (s *Server) loadModel(ctx context.Context, md repository.ModelDir, known fu
 		e.failures = append(e.failures, loadFailure{version: ver, err: err})
 	}
 
-	cfg, err := s.readConfig(md)
+	cfg, err := s.readConfig(md, src.override)
 	if err != nil {
 		fail(0, InvalidArgument, err)
 		return e
 	}
-	e.cfg = cfg
 	name, b, err := s.resolveBackend(md.ConfigPath(), cfg)
 	if err != nil {
 		fail(0, InvalidArgument, err)
@@ -121,12 +62,21 @@ func (s *Server) loadModel(ctx context.Context, md repository.ModelDir, known fu
 	return e
 }
 
-// readConfig reads and normalizes a model's config.pbtxt. Without one, a
-// non-strict server guesses the backend from the model files, as Triton's
-// auto-complete does.
-func (s *Server) readConfig(md repository.ModelDir) (*modelconfig.ModelConfig, error) {
-	cfg, found, err := repository.ReadConfig(md)
-	if err != nil {
+// readConfig reads and normalizes a model's config.pbtxt, or takes the
+// override a load asked for instead. Without either, a non-strict server
+// guesses the backend from the model files, as Triton's auto-complete does.
+func (s *Server) readConfig(md repository.ModelDir, override *modelconfig.ModelConfig) (*modelconfig.ModelConfig, error) {
+	var (
+		cfg   *modelconfig.ModelConfig
+		found = true
+		err   error
+	)
+	if override != nil {
+		cfg = proto.CloneOf(override)
+		if cfg.GetName() == "" {
+			cfg.Name = md.Name
+		}
+	} else if cfg, found, err = repository.ReadConfig(md); err != nil {
 		return nil, err
 	}
 	if !found {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,8 @@ type options struct {
 	exitOnError     bool
 	strictReadiness bool
 	rateLimit       *ratelimit.Config
+	control         ModelControl
+	drainPeriod     time.Duration
 }
 
 func defaultOptions() options {
@@ -99,9 +102,11 @@ func WithBackend(name string, b backend.Backend) Option {
 	})
 }
 
-// WithStartupModels loads only the named models when the server starts,
-// instead of every model in the repositories (Triton's --load-model).
-// The name "*" means every model and must then be the only name.
+// WithStartupModels names the models to load when the server starts
+// (Triton's --load-model): with [ControlExplicit] only these are loaded
+// (none without this option); in the other modes, only these instead of
+// every model in the repositories. The name "*" means every model and must
+// then be the only name.
 func WithStartupModels(names ...string) Option {
 	return optionFunc(func(o *options) error {
 		for _, n := range names {
@@ -162,6 +167,63 @@ func WithStrictReadiness(strict bool) Option {
 func WithRateLimiter(cfg ratelimit.Config) Option {
 	return optionFunc(func(o *options) error {
 		o.rateLimit = &cfg
+		return nil
+	})
+}
+
+// ControlMode is how the set of loaded models changes after start
+// (Triton's --model-control-mode).
+type ControlMode uint8
+
+const (
+	// ControlNone loads every model at start (or those of
+	// WithStartupModels) and never changes them: Load and Unload are
+	// refused. The default.
+	ControlNone ControlMode = iota
+	// ControlPoll also watches the repositories: models added, removed or
+	// changed are loaded, unloaded or reloaded. A folder is acted on once
+	// its contents are the same at two polls in a row, so a model still
+	// being copied in is never loaded half-written. Load and Unload are
+	// refused.
+	ControlPoll
+	// ControlExplicit loads only WithStartupModels at start; after that,
+	// models change only through Server.Load and Server.Unload.
+	ControlExplicit
+)
+
+// ModelControl configures model management.
+type ModelControl struct {
+	// Mode is the control mode; the zero value is ControlNone.
+	Mode ControlMode
+	// PollInterval is how often ControlPoll looks at the repositories
+	// (Triton's --repository-poll-secs); 0 means 15 s.
+	PollInterval time.Duration
+}
+
+// WithModelControl sets the model control mode.
+func WithModelControl(mc ModelControl) Option {
+	return optionFunc(func(o *options) error {
+		if mc.Mode > ControlExplicit || mc.PollInterval < 0 {
+			return fmt.Errorf("WithModelControl: invalid mode %d or interval %v", mc.Mode, mc.PollInterval)
+		}
+		if mc.PollInterval == 0 {
+			mc.PollInterval = 15 * time.Second
+		}
+		o.control = mc
+		return nil
+	})
+}
+
+// WithDrainPeriod sets how long [Server.Shutdown] keeps serving while
+// reporting not ready, before it stops taking requests: the time load
+// balancers and Kubernetes need to notice and stop routing to the server.
+// The default is 0.
+func WithDrainPeriod(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("WithDrainPeriod: negative period %v", d)
+		}
+		o.drainPeriod = d
 		return nil
 	})
 }

@@ -1,15 +1,14 @@
 package triton
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -37,8 +36,21 @@ type Server struct {
 	log     *zap.Logger
 	limiter *ratelimit.Limiter // nil: rate limiting off
 
-	table   atomic.Pointer[modelTable]
-	closing atomic.Bool // no new requests
+	table    atomic.Pointer[modelTable]
+	tableMu  sync.Mutex  // serialises changes to table (readers need no lock)
+	locks    sync.Map    // model name → *sync.Mutex: one lifecycle operation per model at a time
+	closing  atomic.Bool // no new requests
+	draining atomic.Bool // shutting down: not ready, still serving
+
+	// ctx ends when the server closes; loads and the poller watch it. ops
+	// counts lifecycle operations in progress, bg the goroutines the server
+	// owns (the poller, versions retiring after a reload); Close waits for
+	// both.
+	ctx    context.Context
+	cancel context.CancelFunc
+	ops    sync.WaitGroup
+	bg     sync.WaitGroup
+
 	once    sync.Once
 	closeMu sync.Mutex
 	// closeMu protects the following.
@@ -51,13 +63,33 @@ type modelTable struct {
 	models map[string]*modelEntry
 }
 
-// modelEntry is one model: its loaded versions and what failed.
+// modelEntry is one model: the versions serving it and what the last
+// lifecycle operation left behind. Entries are immutable once published;
+// changes publish a new entry in a new table (Server.update).
 type modelEntry struct {
 	name     string
-	cfg      *modelconfig.ModelConfig // the model's config as last read (nil if unreadable)
-	versions []*version               // loaded versions, highest number first
+	versions []*version // serving, highest number first
 	failures []loadFailure
+	state    entryState
+	// fingerprint is that of the model folder the serving versions came
+	// from; override tells they came from a load with overrides; attempted
+	// is the fingerprint of the last load tried, successful or not (polling
+	// does not retry a folder that failed until it changes again).
+	fingerprint uint64
+	override    bool
+	attempted   uint64
 }
+
+// entryState is what is happening to a model, for the index and for
+// requests.
+type entryState uint8
+
+const (
+	stateServing   entryState = iota // the versions serve (or failed: see failures)
+	stateLoading                     // a load is in progress; any serving versions keep serving
+	stateUnloading                   // requests are refused; in-flight ones finish
+	stateUnloaded                    // unloaded on purpose
+)
 
 // loadFailure records why a model (version 0) or one version failed to load.
 type loadFailure struct {
@@ -83,6 +115,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
 	}
 	s := &Server{opts: o, log: o.logger}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.rateLimit != nil {
 		l, err := ratelimit.New(*o.rateLimit)
 		if err != nil {
@@ -91,9 +124,12 @@ func New(opts ...Option) (*Server, error) {
 		s.limiter = l
 	}
 	s.table.Store(&modelTable{models: map[string]*modelEntry{}})
-	if err := s.loadStartupModels(context.Background()); err != nil {
+	if err := s.loadStartupModels(s.ctx); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if o.control.Mode == ControlPoll {
+		s.bg.Go(s.poll)
 	}
 	return s, nil
 }
@@ -113,31 +149,49 @@ func (s *Server) backendFor(name string) (backend.Backend, bool) {
 }
 
 // acquire finds the version a request goes to and admits the request into
-// it. The caller must call v.gate.leave() when done.
+// it. The caller must call v.gate.leave() when done. A version retired by a
+// reload between reading the table and entering its gate is not an error:
+// the lookup is repeated on the newer table.
 func (s *Server) acquire(model string, ver int64) (*version, error) {
-	if s.closing.Load() {
-		return nil, &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
+	for {
+		if s.closing.Load() {
+			return nil, &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
+		}
+		t := s.table.Load()
+		v, err := t.find(model, ver)
+		if err != nil {
+			return nil, err
+		}
+		if v.gate.enter() {
+			return v, nil
+		}
+		if s.table.Load() == t {
+			return nil, &Error{Code: Unavailable, Model: model, Version: v.number,
+				Err: fmt.Errorf("Request for unknown model: '%s' version %d is not at ready state", model, v.number)}
+		}
 	}
-	e := s.table.Load().models[model]
+}
+
+// find returns the version a request for model and ver goes to, with
+// Triton's errors for the ways there is none.
+func (t *modelTable) find(model string, ver int64) (*version, error) {
+	e := t.models[model]
 	if e == nil {
 		return nil, &Error{Code: InvalidArgument, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' is not found", model)}
 	}
-	if ver == 0 {
-		for _, v := range e.versions {
-			if v.live.Load() > 0 && v.gate.enter() {
-				return v, nil
-			}
-		}
-		return nil, &Error{Code: NotFound, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' has no available versions", model)}
+	if e.state == stateUnloading {
+		return nil, &Error{Code: Unavailable, Model: model, Version: ver, Err: fmt.Errorf("model '%s' is being unloaded", model)}
 	}
 	for _, v := range e.versions {
-		if v.number != ver {
-			continue
-		}
-		if v.live.Load() > 0 && v.gate.enter() {
+		if (ver == 0 || v.number == ver) && v.live.Load() > 0 {
 			return v, nil
 		}
-		return nil, &Error{Code: Unavailable, Model: model, Version: ver, Err: fmt.Errorf("Request for unknown model: '%s' version %d is not at ready state", model, ver)}
+		if v.number == ver {
+			return nil, &Error{Code: Unavailable, Model: model, Version: ver, Err: fmt.Errorf("Request for unknown model: '%s' version %d is not at ready state", model, ver)}
+		}
+	}
+	if ver == 0 {
+		return nil, &Error{Code: NotFound, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' has no available versions", model)}
 	}
 	return nil, &Error{Code: NotFound, Model: model, Version: ver, Err: fmt.Errorf("Request for unknown model: '%s' version %d is not found", model, ver)}
 }
@@ -150,14 +204,17 @@ func (s *Server) Live() bool { return !s.closing.Load() }
 // readiness (the default) every model the server was asked to load must have
 // all its versions ready; otherwise a live server is ready.
 func (s *Server) Ready(ctx context.Context) bool {
-	if s.closing.Load() {
+	if s.closing.Load() || s.draining.Load() {
 		return false
 	}
 	if !s.opts.strictReadiness {
 		return true
 	}
 	for _, e := range s.table.Load().models {
-		if len(e.failures) > 0 || len(e.versions) == 0 {
+		if e.state == stateUnloaded {
+			continue // unloaded on purpose: not expected to be ready
+		}
+		if e.state != stateServing || len(e.failures) > 0 || len(e.versions) == 0 {
 			return false
 		}
 		for _, v := range e.versions {
@@ -177,7 +234,7 @@ func (s *Server) ModelReady(ctx context.Context, model string, ver int64) bool {
 		return false
 	}
 	e := s.table.Load().models[model]
-	if e == nil {
+	if e == nil || e.state == stateUnloading {
 		return false
 	}
 	for _, v := range e.versions {
@@ -188,12 +245,24 @@ func (s *Server) ModelReady(ctx context.Context, model string, ver int64) bool {
 	return false
 }
 
-// Shutdown stops the server gracefully: new requests are refused with
-// Unavailable ([ErrServerClosed]) while every admitted request runs to its
-// end; then instances, models and backends are closed. If ctx ends first,
-// Shutdown returns ctx.Err() and the server keeps draining; call
-// [Server.Close] to stop it at once. Shutdown may be called more than once.
+// Shutdown stops the server gracefully. First the server reports not
+// ready while it keeps serving for the drain period ([WithDrainPeriod]), so
+// that load balancers stop sending it traffic; then new requests are
+// refused with Unavailable ([ErrServerClosed]) while every admitted request
+// runs to its end; then lifecycle operations are cancelled and instances,
+// models and backends are closed. If ctx ends first, Shutdown returns
+// ctx.Err() and the server keeps draining; call [Server.Close] to stop it at
+// once. Shutdown may be called more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.draining.Swap(true) && s.opts.drainPeriod > 0 {
+		t := time.NewTimer(s.opts.drainPeriod)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 	s.closing.Store(true)
 	t := s.table.Load()
 	for _, e := range t.models {
@@ -213,14 +282,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.Close()
 }
 
-// Close stops the server now: queued requests are answered with
-// Unavailable ([ErrServerClosed]), executions already running are waited
-// for (backends see their request's context, not this call), then every
-// instance and model is closed. It returns the errors of closing them.
-// Close may be called more than once; later calls return the same result.
+// Close stops the server now: lifecycle operations and the poller are
+// cancelled, queued requests are answered with Unavailable
+// ([ErrServerClosed]), executions already running are waited for (backends
+// see their request's context, not this call), then every instance and
+// model is closed. It returns the errors of closing them. Close may be
+// called more than once; later calls return the same result.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.closing.Store(true)
+		s.cancel()
+		s.ops.Wait() // loads see s.ctx end and clean up after themselves
+		s.bg.Wait()  // the poller and versions retiring after reloads
 		var (
 			wg   sync.WaitGroup
 			mu   sync.Mutex
@@ -329,37 +402,6 @@ func (s *Server) find(model string, ver int64) (*version, *modelEntry, error) {
 	}
 	v.gate.leave()
 	return v, s.table.Load().models[model], nil
-}
-
-// ModelState is one entry of the repository index.
-type ModelState struct {
-	Name    string
-	Version int64  // 0 when the failure concerns the whole model
-	State   string // "READY" or "UNAVAILABLE", as Triton's index reports
-	Reason  string // why the version is unavailable
-}
-
-// Index lists every model the server knows, one entry per version (or one
-// per model that failed before any version was tried), sorted by name and
-// version.
-func (s *Server) Index(ctx context.Context) []ModelState {
-	var out []ModelState
-	for _, e := range s.table.Load().models {
-		for _, v := range e.versions {
-			st := ModelState{Name: e.name, Version: v.number, State: "READY"}
-			if !v.ready(ctx) {
-				st.State, st.Reason = "UNAVAILABLE", "not ready"
-			}
-			out = append(out, st)
-		}
-		for _, f := range e.failures {
-			out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
-		}
-	}
-	slices.SortFunc(out, func(a, b ModelState) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
-	})
-	return out
 }
 
 // ModelStats are a model version's scheduling counters.

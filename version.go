@@ -274,6 +274,18 @@ func (v *version) ready(ctx context.Context) bool {
 	return true
 }
 
+// retire closes the version gracefully: no new requests, wait until the
+// admitted ones have finished (or ctx ends), then close.
+func (v *version) retire(ctx context.Context) error {
+	v.gate.close()
+	select {
+	case <-v.gate.drained:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return v.close(ErrServerClosed)
+}
+
 // close stops the version: waiting requests fail with cause, running
 // executions finish, then instances and the model are closed. It may be
 // called more than once and concurrently; every call returns once the

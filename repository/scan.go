@@ -258,3 +258,65 @@ func looksNumeric(name string) bool {
 	}
 	return true
 }
+
+// Lookup finds the model folder called name in the repositories, as Scan
+// would list it. name must be a plain folder name: no path separators, not
+// "." or "..", not hidden; anything else is an error, so that a model name
+// coming from a client can never reach outside the repositories. A name
+// found in no repository is an error wrapping fs.ErrNotExist; found in two,
+// an error naming both.
+func Lookup(roots []Root, name string, log *zap.Logger) (ModelDir, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := CheckModelName(name); err != nil {
+		return ModelDir{}, err
+	}
+	var (
+		found ModelDir
+		where = -1
+	)
+	for i, root := range roots {
+		fsys := root.fsys()
+		if fsys == nil {
+			return ModelDir{}, fmt.Errorf("repository: %s has neither FS nor Dir", root.label(i))
+		}
+		root.FS = fsys
+		fi, err := fs.Stat(fsys, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return ModelDir{}, fmt.Errorf("repository: %s: %w", joinLabel(root, i, name), err)
+		}
+		if !fi.IsDir() {
+			continue
+		}
+		if where >= 0 {
+			return ModelDir{}, fmt.Errorf("repository: model %q found in two repositories: %s and %s",
+				name, roots[where].label(where), root.label(i))
+		}
+		md, err := scanModel(root, i, name, log)
+		if err != nil {
+			return ModelDir{}, err
+		}
+		found, where = md, i
+	}
+	if where < 0 {
+		return ModelDir{}, fmt.Errorf("repository: no model folder %q in the model repository: %w", name, fs.ErrNotExist)
+	}
+	return found, nil
+}
+
+// CheckModelName reports whether name can be a model folder: a non-empty
+// single path element, without separators, not "." or "..", not hidden.
+func CheckModelName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("repository: empty model name")
+	case name == "." || name == ".." || strings.HasPrefix(name, "."),
+		strings.ContainsAny(name, `/\`), strings.ContainsRune(name, 0):
+		return fmt.Errorf("repository: %q is not a model name: a model name is one folder name, without path separators, not hidden and not \"..\"", name)
+	}
+	return nil
+}

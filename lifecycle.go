@@ -1,0 +1,479 @@
+package triton
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing/fstest"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/repository"
+)
+
+// loadThreads is how many models load at once (Triton's
+// --model-load-thread-count default).
+const loadThreads = 4
+
+// source is where a load takes a model from: its folder, and the config
+// that replaces config.pbtxt when the load has an override.
+type source struct {
+	dir         repository.ModelDir
+	override    *modelconfig.ModelConfig
+	fingerprint uint64
+}
+
+// LoadOptions are the overrides of an explicit load (Triton's model
+// repository extension).
+type LoadOptions struct {
+	// Config replaces the model's config.pbtxt for this load: a ModelConfig
+	// in JSON, with proto field names, as the repository extension's
+	// "config" parameter. Its name, if set, must be the model's.
+	Config string
+	// Files replaces the model folder for this load: paths relative to the
+	// model folder (such as "1/model.onnx") and their contents, as the
+	// repository extension's "file:<path>" parameters. It needs Config. A
+	// path must stay inside the model folder: no "..", no absolute paths.
+	Files map[string][]byte
+}
+
+// UnloadOptions are the options of an explicit unload.
+type UnloadOptions struct {
+	// Dependents also unloads the models loaded along with this one (the
+	// composing models of an ensemble), as unload_dependents does.
+	Dependents bool
+}
+
+var errNotExplicit = errors.New("explicit model load / unload is not allowed if polling is enabled")
+
+// Load loads or reloads a model (Triton's repository extension; only in
+// [ControlExplicit] mode). A model already serving keeps serving until the
+// new versions are built, warmed and published; then the old ones drain
+// their in-flight requests and close in the background. A load that fails
+// leaves what was serving untouched and is reported by [Server.Index].
+// Loading a model whose files and config have not changed, without
+// overrides, does nothing. opts may be nil.
+func (s *Server) Load(ctx context.Context, model string, opts *LoadOptions) error {
+	if s.opts.control.Mode != ControlExplicit {
+		return &Error{Code: Unavailable, Model: model, Err: errNotExplicit}
+	}
+	if s.closing.Load() {
+		return &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
+	}
+	s.ops.Add(1)
+	defer s.ops.Done()
+	ctx, stop := s.bind(ctx)
+	defer stop()
+	unlock := s.lock(model)
+	defer unlock()
+	src, err := s.source(model, opts)
+	if err != nil {
+		return err
+	}
+	return s.loadLocked(ctx, src)
+}
+
+// Unload unloads a model (only in [ControlExplicit] mode): new requests are
+// refused with Unavailable at once, in-flight requests finish, then its
+// instances and model close. Unload waits for that, or returns ctx.Err()
+// when ctx ends first, the unload going on in the background.
+func (s *Server) Unload(ctx context.Context, model string, opts *UnloadOptions) error {
+	if s.opts.control.Mode != ControlExplicit {
+		return &Error{Code: Unavailable, Model: model, Err: errNotExplicit}
+	}
+	if err := repository.CheckModelName(model); err != nil {
+		return &Error{Code: InvalidArgument, Model: model, Err: fmt.Errorf("failed to unload '%s': %w", model, err)}
+	}
+	if s.closing.Load() {
+		return &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
+	}
+	unlock := s.lock(model)
+	e := s.table.Load().models[model]
+	if e == nil {
+		unlock()
+		return &Error{Code: NotFound, Model: model, Err: fmt.Errorf("failed to unload '%s': the model is not loaded", model)}
+	}
+	done := make(chan struct{})
+	s.bg.Go(func() {
+		defer close(done)
+		defer unlock()
+		s.unloadLocked(model)
+	})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bind returns a context that ends with ctx or when the server closes.
+func (s *Server) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// lock takes the lifecycle lock of a model and returns its release.
+func (s *Server) lock(model string) func() {
+	m, _ := s.locks.LoadOrStore(model, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// update publishes a new table in which the entry of name is what f makes
+// of the current one (nil: none; a nil result removes it).
+func (s *Server) update(name string, f func(old *modelEntry) *modelEntry) {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	old := s.table.Load()
+	t := &modelTable{models: maps.Clone(old.models)}
+	if e := f(old.models[name]); e != nil {
+		t.models[name] = e
+	} else {
+		delete(t.models, name)
+	}
+	s.table.Store(t)
+}
+
+// withState publishes name's entry in state st, keeping the rest.
+func (s *Server) withState(name string, st entryState) {
+	s.update(name, func(old *modelEntry) *modelEntry {
+		e := &modelEntry{name: name}
+		if old != nil {
+			c := *old
+			e = &c
+		}
+		e.state = st
+		return e
+	})
+}
+
+// source resolves a model name (and a load's overrides) to where it loads
+// from.
+func (s *Server) source(model string, opts *LoadOptions) (source, error) {
+	fail := func(code Code, err error) (source, error) {
+		return source{}, &Error{Code: code, Model: model, Err: fmt.Errorf("failed to load '%s': %w", model, err)}
+	}
+	if err := repository.CheckModelName(model); err != nil {
+		return fail(InvalidArgument, err)
+	}
+	var src source
+	if opts != nil && opts.Config != "" {
+		cfg := &modelconfig.ModelConfig{}
+		if err := protojson.Unmarshal([]byte(opts.Config), cfg); err != nil {
+			return fail(InvalidArgument, fmt.Errorf("malformed config override: %w", err))
+		}
+		if cfg.GetName() != "" && cfg.GetName() != model {
+			return fail(InvalidArgument, fmt.Errorf("the config override names model '%s'; an override cannot rename a model", cfg.GetName()))
+		}
+		src.override = cfg
+	}
+	if opts != nil && len(opts.Files) > 0 {
+		if src.override == nil {
+			return fail(InvalidArgument, errors.New("file overrides need a config override too"))
+		}
+		files := fstest.MapFS{}
+		for p, data := range opts.Files {
+			if !fs.ValidPath(p) || p == "." || strings.Contains(p, `\`) {
+				return fail(InvalidArgument, fmt.Errorf("file override %q is not a path inside the model folder", p))
+			}
+			files[model+"/"+p] = &fstest.MapFile{Data: data}
+		}
+		md, err := repository.Lookup([]repository.Root{repository.FSRoot(files)}, model, s.log)
+		if err != nil {
+			return fail(InvalidArgument, err)
+		}
+		src.dir = md
+		return src, nil
+	}
+	md, err := repository.Lookup(s.opts.roots, model, s.log)
+	if err != nil {
+		code := InvalidArgument
+		if errors.Is(err, fs.ErrNotExist) {
+			code = NotFound
+		}
+		return fail(code, err)
+	}
+	src.dir = md
+	if src.fingerprint, err = repository.Fingerprint(md); err != nil {
+		return fail(Internal, err)
+	}
+	return src, nil
+}
+
+// known reports whether a model name exists in the repositories or is
+// loaded (for validating ensembles).
+func (s *Server) known() func(string) bool {
+	return func(name string) bool {
+		if s.table.Load().models[name] != nil {
+			return true
+		}
+		_, err := repository.Lookup(s.opts.roots, name, nil)
+		return err == nil
+	}
+}
+
+// loadLocked builds src's versions and publishes them, replacing (and then
+// retiring) what was serving. The model's lifecycle lock must be held.
+func (s *Server) loadLocked(ctx context.Context, src source) error {
+	name := src.dir.Name
+	cur := s.table.Load().models[name]
+	if cur != nil && cur.state == stateServing && len(cur.versions) > 0 && len(cur.failures) == 0 &&
+		src.override == nil && !cur.override && src.fingerprint == cur.fingerprint {
+		return nil // unchanged
+	}
+	s.withState(name, stateLoading)
+	built := s.buildModel(ctx, src, s.known())
+	var errs []error
+	for _, f := range built.failures {
+		errs = append(errs, f.err)
+	}
+	built.attempted = src.fingerprint
+	restore := func() {
+		s.update(name, func(old *modelEntry) *modelEntry {
+			e := &modelEntry{name: name}
+			if cur != nil {
+				c := *cur
+				e = &c
+			}
+			e.state, e.failures, e.attempted = stateServing, built.failures, src.fingerprint
+			return e
+		})
+	}
+	if err := ctx.Err(); err != nil || s.closing.Load() {
+		for _, v := range built.versions {
+			_ = v.close(ErrServerClosed)
+		}
+		restore()
+		return &Error{Code: Unavailable, Model: name, Err: fmt.Errorf("failed to load '%s': %w", name, cmp.Or(err, ErrServerClosed))}
+	}
+	if len(built.versions) == 0 || (len(errs) > 0 && cur != nil && len(cur.versions) > 0) {
+		// Nothing to serve, or a reload that did not fully succeed: what
+		// was serving stays untouched.
+		for _, v := range built.versions {
+			_ = v.close(ErrServerClosed)
+		}
+		restore()
+		return errors.Join(errs...)
+	}
+	var old []*version
+	s.update(name, func(e *modelEntry) *modelEntry {
+		if e != nil {
+			old = e.versions
+		}
+		return built
+	})
+	s.retire(old)
+	if len(old) > 0 {
+		s.log.Info("model reloaded", zap.String("model", name), zap.Int("versions", len(built.versions)))
+	}
+	return errors.Join(errs...)
+}
+
+// retire drains and closes versions that no longer serve, in the
+// background (in-flight requests finish first).
+func (s *Server) retire(vs []*version) {
+	for _, v := range vs {
+		s.bg.Go(func() {
+			if err := v.retire(context.Background()); err != nil {
+				v.log.Warn("closing a retired version", zap.Error(err))
+			}
+		})
+	}
+}
+
+// unloadLocked unloads a model: refuse new requests, let in-flight ones
+// finish, close. The model's lifecycle lock must be held.
+func (s *Server) unloadLocked(name string) {
+	var vs []*version
+	s.update(name, func(old *modelEntry) *modelEntry {
+		e := &modelEntry{name: name, state: stateUnloading}
+		if old != nil {
+			c := *old
+			e = &c
+			e.state = stateUnloading
+			vs = old.versions
+		}
+		return e
+	})
+	for _, v := range vs {
+		if err := v.retire(context.Background()); err != nil {
+			v.log.Warn("closing an unloaded version", zap.Error(err))
+		}
+	}
+	s.update(name, func(*modelEntry) *modelEntry { return &modelEntry{name: name, state: stateUnloaded} })
+	s.log.Info("model unloaded", zap.String("model", name))
+}
+
+// loadStartupModels loads the models the control mode starts with: all of
+// them, WithStartupModels' list, or (explicit mode without a list) none.
+func (s *Server) loadStartupModels(ctx context.Context) error {
+	dirs, err := repository.Scan(s.opts.roots, s.log)
+	if err != nil {
+		return &Error{Code: InvalidArgument, Err: fmt.Errorf("scanning model repository: %w", err)}
+	}
+	want := s.opts.startupModels
+	all := slices.Equal(want, []string{"*"}) || (len(want) == 0 && s.opts.control.Mode != ControlExplicit)
+	var names []string
+	if all {
+		for _, md := range dirs {
+			names = append(names, md.Name)
+		}
+	} else {
+		names = want
+	}
+	errs := make([]error, len(names))
+	var g errgroup.Group
+	g.SetLimit(loadThreads)
+	for i, name := range names {
+		g.Go(func() error {
+			unlock := s.lock(name)
+			defer unlock()
+			src, err := s.source(name, nil)
+			if err != nil {
+				s.update(name, func(*modelEntry) *modelEntry {
+					return &modelEntry{name: name, failures: []loadFailure{{err: err}}}
+				})
+				errs[i] = err
+				return nil
+			}
+			errs[i] = s.loadLocked(ctx, src)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil && s.opts.exitOnError {
+		return err
+	}
+	return nil
+}
+
+// poll watches the repositories in ControlPoll mode until the server
+// closes. A model folder is acted on only when its fingerprint is the same
+// at two polls in a row, so files still being copied in are never loaded;
+// a loaded model whose folder is gone at two polls in a row is unloaded.
+func (s *Server) poll() {
+	t := time.NewTicker(s.opts.control.PollInterval)
+	defer t.Stop()
+	seen := map[string]uint64{} // fingerprints at the previous poll
+	gone := map[string]bool{}   // loaded models missing at the previous poll
+	for {
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			return
+		}
+		dirs, err := repository.Scan(s.opts.roots, s.log)
+		if err != nil {
+			s.log.Warn("polling the model repository", zap.Error(err))
+			continue
+		}
+		now := map[string]uint64{}
+		var g errgroup.Group
+		g.SetLimit(loadThreads)
+		for _, md := range dirs {
+			fp, err := repository.Fingerprint(md)
+			if err != nil {
+				continue // being written or removed: look again next time
+			}
+			now[md.Name] = fp
+			prev, ok := seen[md.Name]
+			if !ok || prev != fp {
+				continue // changed since the last poll: wait until it settles
+			}
+			e := s.table.Load().models[md.Name]
+			if e != nil && e.attempted == fp && e.state != stateUnloaded {
+				continue // loaded from this content already, or failed on it
+			}
+			g.Go(func() error {
+				s.ops.Add(1)
+				defer s.ops.Done()
+				unlock := s.lock(md.Name)
+				defer unlock()
+				if err := s.loadLocked(s.ctx, source{dir: md, fingerprint: fp}); err != nil {
+					s.log.Error("poll: loading a changed model failed; the serving version stays", zap.String("model", md.Name), zap.Error(err))
+				}
+				return nil
+			})
+		}
+		for name, e := range s.table.Load().models {
+			if _, ok := now[name]; ok || e.state == stateUnloaded || len(e.versions) == 0 {
+				delete(gone, name)
+				continue
+			}
+			if !gone[name] {
+				gone[name] = true // missing once: make sure at the next poll
+				continue
+			}
+			delete(gone, name)
+			g.Go(func() error {
+				unlock := s.lock(name)
+				defer unlock()
+				s.unloadLocked(name)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		seen = now
+	}
+}
+
+// ModelState is one row of the repository index.
+type ModelState struct {
+	Name    string
+	Version int64  // 0 for a row about the whole model
+	State   string // "READY", "LOADING", "UNLOADING", "UNAVAILABLE", or "" for a model never loaded
+	Reason  string // why the version is not READY
+}
+
+// Index lists every model in the repositories and every model the server
+// knows, one row per version (or one per model when no version applies),
+// sorted by name and version, as Triton's repository index does.
+func (s *Server) Index(ctx context.Context) []ModelState {
+	var out []ModelState
+	t := s.table.Load()
+	for _, e := range t.models {
+		switch e.state {
+		case stateLoading:
+			out = append(out, ModelState{Name: e.name, State: "LOADING"})
+		case stateUnloaded:
+			out = append(out, ModelState{Name: e.name, State: "UNAVAILABLE", Reason: "unloaded"})
+		}
+		for _, v := range e.versions {
+			st := ModelState{Name: e.name, Version: v.number, State: "READY"}
+			switch {
+			case e.state == stateUnloading:
+				st.State = "UNLOADING"
+			case !v.ready(ctx):
+				st.State, st.Reason = "UNAVAILABLE", "not ready"
+			}
+			out = append(out, st)
+		}
+		for _, f := range e.failures {
+			out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
+		}
+	}
+	if dirs, err := repository.Scan(s.opts.roots, nil); err == nil {
+		for _, md := range dirs {
+			if t.models[md.Name] == nil {
+				out = append(out, ModelState{Name: md.Name})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ModelState) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	return out
+}

@@ -1,0 +1,536 @@
+package triton_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// diskRepo is a model repository in a temporary folder that tests change
+// while a server serves it.
+type diskRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newDiskRepo(t *testing.T) *diskRepo { return &diskRepo{t: t, dir: t.TempDir()} }
+
+func (r *diskRepo) write(name, content string) {
+	r.t.Helper()
+	p := filepath.Join(r.dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *diskRepo) remove(name string) {
+	r.t.Helper()
+	if err := os.RemoveAll(filepath.Join(r.dir, filepath.FromSlash(name))); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// counting is a backend that answers INPUT0 with the model version (as
+// INT32) and counts loads and closes, so tests can see reloads happen (or
+// not).
+type counting struct {
+	loads, closes atomic.Int32
+	seen          sync.Map // files the models saw in their version folder
+}
+
+func (c *counting) Load(_ context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	c.loads.Add(1)
+	if vfs, err := spec.VersionFS(); err == nil {
+		if data, err := fs.ReadFile(vfs, "weights.txt"); err == nil {
+			c.seen.Store(spec.Name, string(data))
+		}
+	}
+	v := int32(spec.Version)
+	return &countingModel{c: c, f: backend.Func(func(_ context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			shape := r.Inputs[0].Shape // [1], or [batch, 1] when the model batches
+			vals := make([]int32, r.BatchSize)
+			for i := range vals {
+				vals[i] = v
+			}
+			out, err := tensor.From("OUTPUT0", shape, vals)
+			if err != nil {
+				return err
+			}
+			r.SetOutput(out)
+		}
+		return nil
+	})}, nil
+}
+
+type countingModel struct {
+	c *counting
+	f backend.Func
+}
+
+func (m *countingModel) NewInstance(context.Context, backend.InstanceSpec) (backend.Instance, error) {
+	return m.f, nil
+}
+func (m *countingModel) Close() error { m.c.closes.Add(1); return nil }
+
+func explicit(extra ...triton.Option) []triton.Option {
+	return append([]triton.Option{triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit})}, extra...)
+}
+
+func servesVersion(t *testing.T, srv *triton.Server, model string, want int32) {
+	t.Helper()
+	resp, err := srv.Infer(context.Background(), oneInputRequest(t, model, "", 0))
+	if err != nil {
+		t.Fatalf("Infer %s: %v", model, err)
+	}
+	if got := outputInt32(t, resp, "OUTPUT0")[0]; got != want {
+		t.Fatalf("%s served version %d, want %d", model, got, want)
+	}
+}
+
+func state(srv *triton.Server, model string) []string {
+	var out []string
+	for _, st := range srv.Index(context.Background()) {
+		if st.Name == model {
+			out = append(out, fmt.Sprintf("%d:%s", st.Version, st.State))
+		}
+	}
+	return out
+}
+
+func TestExplicitLoadUnload(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	repo.write("other/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("other/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+
+	if got := state(srv, "m"); !slices.Equal(got, []string{"0:"}) {
+		t.Fatalf("before loading: %v", got)
+	}
+	if !srv.Ready(ctx) {
+		t.Error("explicit mode with nothing loaded must be ready")
+	}
+	_, err = srv.Infer(ctx, oneInputRequest(t, "m", "", 0))
+	wantError(t, err, triton.InvalidArgument, "Request for unknown model: 'm' is not found")
+
+	if err := srv.Load(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	servesVersion(t, srv, "m", 1)
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:READY"}) {
+		t.Errorf("loaded: %v", got)
+	}
+	// Loading again without changes does nothing.
+	if err := srv.Load(ctx, "m", nil); err != nil || c.loads.Load() != 1 {
+		t.Fatalf("unchanged reload: %v, %d loads", err, c.loads.Load())
+	}
+	// A new version appears: latest policy serves it, the old one closes.
+	repo.write("m/2/x", "")
+	if err := srv.Load(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	servesVersion(t, srv, "m", 2)
+	waitFor(t, func() bool { return c.closes.Load() == 1 }, "the retired version to close")
+
+	if err := srv.Unload(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	if c.closes.Load() != 2 {
+		t.Errorf("%d closes after unload, want 2", c.closes.Load())
+	}
+	_, err = srv.Infer(ctx, oneInputRequest(t, "m", "", 0))
+	wantError(t, err, triton.NotFound, "has no available versions")
+	if got := state(srv, "m"); !slices.Equal(got, []string{"0:UNAVAILABLE"}) {
+		t.Errorf("after unload: %v", got)
+	}
+	if !srv.Ready(ctx) {
+		t.Error("a model unloaded on purpose must not make the server unready")
+	}
+	// Load after unload works again.
+	if err := srv.Load(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	servesVersion(t, srv, "m", 2)
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	cfgJSON := func(extra string) string {
+		return `{"backend": "counting", "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [1]}],
+		  "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [1]}]` + extra + `}`
+	}
+	for _, tc := range []struct {
+		name  string
+		model string
+		opts  *triton.LoadOptions
+		code  triton.Code
+		parts []string
+	}{
+		{"unknown model", "nope", nil, triton.NotFound, []string{"failed to load 'nope'", "no model folder"}},
+		{"parent", "..", nil, triton.InvalidArgument, []string{"not a model name"}},
+		{"path", "m/1", nil, triton.InvalidArgument, []string{"not a model name"}},
+		{"escape", "../m", nil, triton.InvalidArgument, []string{"not a model name"}},
+		{"hidden", ".git", nil, triton.InvalidArgument, []string{"not a model name"}},
+		{"empty", "", nil, triton.InvalidArgument, []string{"empty model name"}},
+		{"malformed json", "m", &triton.LoadOptions{Config: `{"backend": `}, triton.InvalidArgument, []string{"malformed config override"}},
+		{"unknown json field", "m", &triton.LoadOptions{Config: `{"max_batch": 3}`}, triton.InvalidArgument, []string{"malformed config override"}},
+		{"rename", "m", &triton.LoadOptions{Config: `{"name": "other"}`}, triton.InvalidArgument, []string{"cannot rename"}},
+		{"files without config", "m", &triton.LoadOptions{Files: map[string][]byte{"1/weights.txt": []byte("w")}}, triton.InvalidArgument, []string{"need a config override"}},
+		{"file escapes", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"../../evil": []byte("x")}}, triton.InvalidArgument, []string{`"../../evil" is not a path inside the model folder`}},
+		{"absolute file", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"/etc/passwd": []byte("x")}}, triton.InvalidArgument, []string{"not a path inside"}},
+		{"dotdot inside", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/../../x": []byte("x")}}, triton.InvalidArgument, []string{"not a path inside"}},
+		{"invalid override", "m", &triton.LoadOptions{Config: cfgJSON(`, "max_batch_size": -1`)}, triton.InvalidArgument, []string{"'max_batch_size' must be non-negative"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := srv.Load(ctx, tc.model, tc.opts)
+			wantError(t, err, tc.code, tc.parts...)
+		})
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(repo.dir), "evil")); err == nil {
+		t.Fatal("a file override was written outside the repository")
+	}
+	err = srv.Unload(ctx, "nope", nil)
+	wantError(t, err, triton.NotFound, "not loaded")
+	err = srv.Unload(ctx, "../x", nil)
+	wantError(t, err, triton.InvalidArgument, "not a model name")
+
+	// Load and Unload need explicit mode.
+	plain := newServer(t, map[string]string{"m/config.pbtxt": oneInput("counting", 1, ""), "m/1/x": ""}, triton.WithBackend("counting", c))
+	wantError(t, plain.Load(ctx, "m", nil), triton.Unavailable, "explicit model load / unload is not allowed")
+	wantError(t, plain.Unload(ctx, "m", nil), triton.Unavailable, "explicit model load / unload is not allowed")
+}
+
+func TestLoadOverrides(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/weights.txt", "from disk")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("m"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	if got, _ := c.seen.Load("m"); got != "from disk" {
+		t.Fatalf("backend saw %v", got)
+	}
+	override := `{"backend": "counting", "max_batch_size": 4,
+	  "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [1]}],
+	  "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [1]}]}`
+	err = srv.Load(ctx, "m", &triton.LoadOptions{Config: override, Files: map[string][]byte{"3/weights.txt": []byte("from the request")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.seen.Load("m"); got != "from the request" {
+		t.Errorf("backend saw %v, want the overriding file", got)
+	}
+	cfg, err := srv.ModelConfig("m", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GetMaxBatchSize() != 4 {
+		t.Errorf("config after the override: %v", cfg)
+	}
+	resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1, 1}, 0)}})
+	if err != nil || resp.Version != 3 {
+		t.Fatalf("override version: %v %v", resp, err)
+	}
+	// A load without override goes back to the repository's files.
+	if err := srv.Load(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	servesVersion(t, srv, "m", 1)
+	if got, _ := c.seen.Load("m"); got != "from disk" {
+		t.Errorf("after reloading from the repository the backend saw %v", got)
+	}
+}
+
+func TestFailedReloadKeepsServing(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("*"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	repo.write("m/config.pbtxt", oneInput("counting", 1, "max_batch_size: -5"))
+	err = srv.Load(ctx, "m", nil)
+	wantError(t, err, triton.InvalidArgument, "'max_batch_size' must be non-negative")
+	servesVersion(t, srv, "m", 1)
+	var reason string
+	for _, st := range srv.Index(ctx) {
+		if st.Name == "m" && st.State == "UNAVAILABLE" {
+			reason = st.Reason
+		}
+	}
+	if !strings.Contains(reason, "max_batch_size") {
+		t.Errorf("index does not record the failed reload: %+v", srv.Index(ctx))
+	}
+	if srv.Ready(ctx) {
+		t.Error("ready with a failed load recorded")
+	}
+	repo.write("m/config.pbtxt", oneInput("counting", 2, ""))
+	if err := srv.Load(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Ready(ctx) {
+		t.Error("not ready after a successful reload")
+	}
+}
+
+// TestReloadUnderTraffic reloads a model again and again (changing its
+// config and versions) while goroutines call it: not one request may fail.
+func TestReloadUnderTraffic(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("m"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 0)); err != nil {
+					failed.Add(1)
+					t.Error(err)
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	for i := range 30 {
+		repo.write("m/config.pbtxt", oneInput("counting", 1+i%3, ""))
+		if i%2 == 0 {
+			repo.write(fmt.Sprintf("m/%d/x", i+2), "")
+		}
+		if err := srv.Load(context.Background(), "m", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	wg.Wait()
+	if failed.Load() != 0 || ok.Load() == 0 {
+		t.Fatalf("%d requests failed, %d succeeded during reloads", failed.Load(), ok.Load())
+	}
+	if c.loads.Load() != 31 {
+		t.Errorf("%d loads, want 31", c.loads.Load())
+	}
+}
+
+// TestUnloadDrains: a request running when Unload starts finishes; a new
+// one is refused while the model unloads.
+func TestUnloadDrains(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		close(started)
+		<-release
+		return mirror(ctx, b)
+	})
+	files := map[string]string{"m/config.pbtxt": oneInput("slow", 1, ""), "m/1/x": ""}
+	srv := newServer(t, files, explicit(triton.WithBackend("slow", slow), triton.WithStartupModels("m"))...)
+	running := goInfer(srv, context.Background(), oneInputRequest(t, "m", "running", 5))
+	<-started
+	unloaded := make(chan error, 1)
+	go func() { unloaded <- srv.Unload(context.Background(), "m", nil) }()
+	waitFor(t, func() bool { return slices.Contains(state(srv, "m"), "1:UNLOADING") }, "UNLOADING in the index")
+	_, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "new", 1))
+	wantError(t, err, triton.Unavailable, "being unloaded")
+	if srv.ModelReady(context.Background(), "m", 0) {
+		t.Error("an unloading model reported ready")
+	}
+	close(release)
+	if r := <-running; r.err != nil {
+		t.Fatalf("the in-flight request failed: %v", r.err)
+	}
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConcurrentLoadUnload(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				_ = srv.Load(context.Background(), "m", nil)
+			} else {
+				_ = srv.Unload(context.Background(), "m", nil)
+			}
+		})
+	}
+	wg.Wait()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, cl := c.loads.Load(), c.closes.Load(); l != cl {
+		t.Errorf("%d models loaded, %d closed", l, cl)
+	}
+}
+
+// TestCloseDuringLoad: a load blocked in the backend is cancelled by Close,
+// and nothing it made outlives the server.
+func TestCloseDuringLoad(t *testing.T) {
+	entered := make(chan struct{})
+	blocking := &blockingLoad{entered: entered}
+	files := map[string]string{"m/config.pbtxt": oneInput("blocking", 1, ""), "m/1/x": ""}
+	srv, err := triton.New(append([]triton.Option{triton.WithRepository(mapFS(files))}, explicit(triton.WithBackend("blocking", blocking))...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := make(chan error, 1)
+	go func() { loaded <- srv.Load(context.Background(), "m", nil) }()
+	<-entered
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = <-loaded
+	if c := triton.CodeOf(err); c != triton.Unavailable && c != triton.Cancelled {
+		t.Fatalf("load during close: %v", err)
+	}
+}
+
+type blockingLoad struct{ entered chan struct{} }
+
+func (b *blockingLoad) Load(ctx context.Context, _ *backend.ModelSpec) (backend.Model, error) {
+	close(b.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestPollMode(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	c := &counting{}
+	srv, err := triton.NewFromDir(repo.dir, triton.WithBackend("counting", c),
+		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlPoll, PollInterval: 10 * time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	servesVersion(t, srv, "m", 1)
+
+	// A new model folder being written: its contents change at every poll
+	// for a while; it must not load until they settle.
+	stopWriting := make(chan struct{})
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		for i := 0; ; i++ {
+			select {
+			case <-stopWriting:
+				return
+			default:
+			}
+			repo.write("n/1/weights.txt", strings.Repeat("w", i))
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	repo.write("n/config.pbtxt", oneInput("counting", 1, ""))
+	time.Sleep(100 * time.Millisecond)
+	if _, loaded := c.seen.Load("n"); loaded {
+		t.Fatal("a model folder still being written was loaded")
+	}
+	close(stopWriting)
+	<-writing
+	waitFor(t, func() bool { return srv.ModelReady(context.Background(), "n", 1) }, "the new model to load once stable")
+
+	// A new version: reloaded.
+	repo.write("m/2/x", "")
+	waitFor(t, func() bool {
+		resp, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 0))
+		return err == nil && outputInt32(t, resp, "OUTPUT0")[0] == 2
+	}, "version 2")
+	// A broken config: the old version keeps serving.
+	repo.write("m/config.pbtxt", "this is not a config")
+	time.Sleep(80 * time.Millisecond)
+	servesVersion(t, srv, "m", 2)
+	// A removed model: unloaded.
+	repo.remove("n")
+	waitFor(t, func() bool { return !srv.ModelReady(context.Background(), "n", 0) }, "the removed model to unload")
+	_, err = srv.Infer(context.Background(), oneInputRequest(t, "n", "", 0))
+	wantError(t, err, triton.NotFound, "has no available versions")
+}
+
+func TestDrainPeriod(t *testing.T) {
+	files := map[string]string{"m/config.pbtxt": oneInput("gofunc", 1, ""), "m/1/x": ""}
+	srv, err := triton.New(triton.WithRepository(mapFS(files)), triton.WithBackend("gofunc", mirror), triton.WithDrainPeriod(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	waitFor(t, func() bool { return !srv.Ready(context.Background()) }, "not ready while draining")
+	if !srv.Live() {
+		t.Error("not live while draining")
+	}
+	if _, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1)); err != nil {
+		t.Errorf("request during the drain period: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, err = srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1))
+	wantError(t, err, triton.Unavailable, "server closed")
+}
