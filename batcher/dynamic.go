@@ -391,8 +391,8 @@ func (d *Dynamic[T, I]) form(sc *scratch[T]) time.Duration {
 		size   int64
 		first  T
 		nodes  = sc.nodes[:0] // candidate batch, in order
-		best   = 0           // length of the longest prefix with a preferred size
-		full   bool          // the next request cannot join
+		best   = 0            // length of the longest prefix with a preferred size
+		full   bool           // the next request cannot join
 		oldest time.Time
 	)
 	defer func() {
