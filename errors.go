@@ -130,6 +130,20 @@ func (e *Error) Message() string {
 	return msg
 }
 
+// coded gives an error a code without the [*Error] message prefix: for
+// errors made deep inside the server and wrapped further (with the model
+// and what failed) before they reach the caller as an *Error.
+type coded struct {
+	code Code
+	err  error
+}
+
+func (c *coded) Error() string { return c.err.Error() }
+func (c *coded) Unwrap() error { return c.err }
+
+// withCode returns err carrying code.
+func withCode(code Code, err error) error { return &coded{code: code, err: err} }
+
 // ErrServerClosed is returned (wrapped in an [*Error] with code Unavailable)
 // by calls on a server that is shutting down or closed.
 var ErrServerClosed = errors.New("triton: server closed")
@@ -148,6 +162,9 @@ func CodeOf(err error) Code {
 	}
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
+	}
+	if c, ok := errors.AsType[*coded](err); ok {
+		return c.code
 	}
 	return classify(err, Unknown)
 }

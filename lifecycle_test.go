@@ -534,3 +534,66 @@ func TestDrainPeriod(t *testing.T) {
 	_, err = srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1))
 	wantError(t, err, triton.Unavailable, "server closed")
 }
+
+func TestWarmup(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{} // instance/sample → executions
+	warmed := &perInstance{exec: func(inst string, b *backend.Batch) error {
+		r := b.Requests[0]
+		mu.Lock()
+		seen[inst+"/"+r.ID]++
+		mu.Unlock()
+		in, _ := r.Input("INPUT0")
+		if v, _ := tensor.View[int32](in); r.ID == "warmup from-file" && (len(v) != 2 || v[0] != 7 || v[1] != 7) {
+			return fmt.Errorf("file data %v", v)
+		}
+		if r.ID == "warmup bad" {
+			return fmt.Errorf("this sample breaks the model")
+		}
+		out := in
+		out.Name = "OUTPUT0"
+		r.SetOutput(out)
+		return nil
+	}}
+	cfg := func(extra string) string {
+		return `backend: "warmed" max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]
+model_warmup [
+  { name: "zeros" batch_size: 2 count: 3 inputs { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true } } },
+  { name: "from-file" batch_size: 2 inputs { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 1 ] input_data_file: "seven.bin" } } }
+` + extra + `]`
+	}
+	seven := string([]byte{7, 0, 0, 0})
+	files := map[string]string{"m/config.pbtxt": cfg(""), "m/1/x": "", "m/warmup/seven.bin": seven}
+	srv := newServer(t, files, triton.WithBackend("warmed", warmed))
+	mu.Lock()
+	for _, inst := range []string{"m_0_0", "m_0_1"} {
+		if seen[inst+"/warmup zeros"] != 3 || seen[inst+"/warmup from-file"] != 1 {
+			t.Errorf("instance %s warm-up runs: %v", inst, seen)
+		}
+	}
+	mu.Unlock()
+	if _, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{1, 1}, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := map[string]string{"m/config.pbtxt": cfg(`, { name: "bad" batch_size: 1 inputs { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true } } }`), "m/1/x": "", "m/warmup/seven.bin": seven}
+	_, err := triton.New(triton.WithRepository(mapFS(bad)), triton.WithBackend("warmed", warmed))
+	wantError(t, err, triton.Internal, "warm-up sample 'bad' failed", "this sample breaks the model")
+	missing := map[string]string{"m/config.pbtxt": cfg(""), "m/1/x": ""}
+	_, err = triton.New(triton.WithRepository(mapFS(missing)), triton.WithBackend("warmed", warmed))
+	wantError(t, err, triton.InvalidArgument, "model_warmup", "seven.bin")
+}
+
+// perInstance is a backend whose instances know their names.
+type perInstance struct {
+	exec func(inst string, b *backend.Batch) error
+}
+
+func (p *perInstance) Load(context.Context, *backend.ModelSpec) (backend.Model, error) { return p, nil }
+func (p *perInstance) NewInstance(_ context.Context, s backend.InstanceSpec) (backend.Instance, error) {
+	return backend.Func(func(_ context.Context, b *backend.Batch) error { return p.exec(s.Name, b) }), nil
+}
+func (p *perInstance) Close() error { return nil }

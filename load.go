@@ -134,21 +134,21 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 		}
 	}
 	if err := repository.Validate(md.ConfigPath(), cfg, repository.ValidateOptions{ModelName: md.Name, KnownModel: known}); err != nil {
-		return nil, &Error{Code: InvalidArgument, Err: err}
+		return nil, withCode(InvalidArgument, err)
 	}
 	m, err := safeCall(func() (backend.Model, error) { return b.Load(ctx, spec) })
 	if err != nil {
 		return nil, err
 	}
 	if m == nil {
-		return nil, &Error{Code: Internal, Err: fmt.Errorf("backend '%s' returned no model", name)}
+		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
 	}
 	v := newVersion(md.Name, n, cfg, name, m, log)
 	for gi, g := range cfg.GetInstanceGroup() {
 		kind := g.GetKind()
 		if kind == modelconfig.ModelInstanceGroup_KIND_GPU {
 			_ = v.close(ErrServerClosed)
-			return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("instance group %s of model %s has kind KIND_GPU but no GPUs are available", g.GetName(), md.Name)}
+			return nil, withCode(InvalidArgument, fmt.Errorf("instance group %s of model %s has kind KIND_GPU but no GPUs are available", g.GetName(), md.Name))
 		}
 		for i := range int(g.GetCount()) {
 			ispec := backend.InstanceSpec{Name: fmt.Sprintf("%s_%d", g.GetName(), i), Group: g, Kind: kind, Index: i, DeviceID: -1}
@@ -161,18 +161,22 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 			v.pool = append(v.pool, sl)
 			if err := s.limit(md.Name, sl, g); err != nil {
 				_ = v.close(ErrServerClosed)
-				return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("instance group %s: rate_limiter: %w", g.GetName(), err)}
+				return nil, withCode(InvalidArgument, fmt.Errorf("instance group %s: rate_limiter: %w", g.GetName(), err))
 			}
 		}
 	}
 	if v.activeInstances() == 0 {
 		_ = v.close(ErrServerClosed)
-		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("model '%s' has no instance that is not passive", md.Name)}
+		return nil, withCode(InvalidArgument, fmt.Errorf("model '%s' has no instance that is not passive", md.Name))
+	}
+	if err := v.warm(ctx, md); err != nil {
+		_ = v.close(ErrServerClosed)
+		return nil, fmt.Errorf("model_warmup: %w", err)
 	}
 	v.start()
 	if err := v.startBatcher(); err != nil {
 		_ = v.close(ErrServerClosed)
-		return nil, &Error{Code: InvalidArgument, Err: err}
+		return nil, withCode(InvalidArgument, err)
 	}
 	log.Debug("model version loaded", zap.Int("instances", len(v.pool)))
 	return v, nil
@@ -182,7 +186,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 func safeCall[T any](f func() (T, error)) (res T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Code: Internal, Err: fmt.Errorf("backend panic: %v", r)}
+			err = withCode(Internal, fmt.Errorf("backend panic: %v", r))
 		}
 	}()
 	return f()

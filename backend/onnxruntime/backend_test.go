@@ -384,3 +384,26 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]`).serve()
 		t.Errorf("after the failure: %v", y.Shape)
 	}
 }
+
+// TestWarmupThroughONNXRuntime runs model_warmup samples (random and zero
+// data) through real sessions before the model takes traffic.
+func TestWarmupThroughONNXRuntime(t *testing.T) {
+	srv := newRepo(t).model("add_sub", "add_sub.onnx", `backend: "onnxruntime" max_batch_size: 8
+instance_group [ { count: 2 kind: KIND_CPU } ]
+model_warmup [
+  { name: "random" batch_size: 8 count: 2
+    inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 16 ] random_data: true } }
+    inputs { key: "INPUT1" value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } }
+]`).serve()
+	in := must(tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16)))
+	in1 := in
+	in1.Name = "INPUT1"
+	infer(t, srv, "add_sub", nil, in, in1)
+
+	bad := newRepo(t).model("add_sub", "add_sub.onnx", `backend: "onnxruntime" max_batch_size: 8
+model_warmup [ { name: "wrong" batch_size: 1 inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } } ]`)
+	_, err := triton.New(triton.WithModelRepository(bad.dir), triton.WithBackend("onnxruntime", onnxruntime.New()))
+	if err == nil || !strings.Contains(err.Error(), "model_warmup") || !strings.Contains(err.Error(), "INPUT1") {
+		t.Fatalf("warm-up missing an input: %v", err)
+	}
+}

@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"batcher":     {"tensor", "backend"},
 	"ensemble":    {"tensor", "backend", "modelconfig"},
 	"ratelimit":   {},
+	"warmup":      {"tensor", "modelconfig"},
 }
 
 // rootForbidden are imports the root package must never have: wire
