@@ -76,9 +76,7 @@ func (v *version) startBatcher() error {
 		Compatible: func(a, b *call) bool { return v.sig.compatible(a.req.Inputs, b.req.Inputs) },
 		Expired:    func(c *call) error { return c.ctx.Err() },
 		Drop: func(c *call, err error) {
-			if err == batcher.ErrTimeout {
-				v.timedOut.Add(1)
-			}
+			v.stats.pending.Add(-1)
 			c.req.Fail(err)
 			v.release(c)
 		},
@@ -101,24 +99,23 @@ func (v *version) startBatcher() error {
 
 // inferBatched queues the request and waits for its answer, leading its
 // batch if the batcher makes it the leader.
-func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call) (*InferResponse, error) {
+func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, t *timing) (*InferResponse, error) {
 	c.ctx = ctx
 	if v.ordered {
 		c.seq = v.order.issue()
 	}
 	if err := v.dyn.Enqueue(&c.node, c, int(min(req.Priority, 1<<30)), req.Timeout); err != nil {
+		v.stats.pending.Add(-1)
 		if v.ordered {
 			v.order.skip(c.seq)
 		}
+		rows := c.req.BatchSize
 		putCall(c)
-		if err == batcher.ErrQueueFull {
-			v.rejected.Add(1)
-		}
 		if err == batcher.ErrPriority {
 			err = fmt.Errorf("priority %d is not a priority level of model '%s' (levels 1 to %d): %w",
 				req.Priority, v.name, max(v.cfg.GetDynamicBatching().GetPriorityLevels(), 1), err)
 		}
-		return nil, v.errorf(req, classify(err, Unavailable), err)
+		return nil, v.fail(t, rows, v.errorf(req, classify(err, Unavailable), err))
 	}
 	done := ctx.Done()
 	for {
@@ -126,11 +123,13 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call) 
 		case <-c.wake:
 		case <-done:
 			if v.dyn.Remove(&c.node) {
+				v.stats.pending.Add(-1)
 				if v.ordered {
 					v.order.skip(c.seq)
 				}
+				rows := c.req.BatchSize
 				putCall(c)
-				return nil, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err())
+				return nil, v.fail(t, rows, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err()))
 			}
 			done = nil // already dispatched: it will be answered
 			continue
@@ -142,8 +141,11 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call) 
 		}
 		break
 	}
+	t.computeStart, t.inputsDone, t.inferDone, t.computeEnd, t.executed = c.ran.computeStart, c.ran.inputsDone, c.ran.inferDone, c.ran.computeEnd, c.ran.executed
+	rows := c.req.BatchSize
 	resp, err := v.response(req, &c.req)
 	putCall(c)
+	v.finish(t, rows, err, 0)
 	return resp, err
 }
 
@@ -161,8 +163,17 @@ func (v *version) lead(w *batchWork) {
 	if len(w.calls) > 1 {
 		ctx = context.WithoutCancel(ctx)
 	}
+	var ran timing
+	ran.computeStart = now()
+	v.stats.pending.Add(-int64(len(w.calls)))
 	v.put(w.slot, v.execute(ctx, w.slot, &w.batch))
+	ran.computeEnd = now()
+	in, inf := w.batch.Marks()
+	ran.inputsDone, ran.inferDone = sinceEpoch(in), sinceEpoch(inf)
+	ran.executed = w.batch.Size()
+	v.stats.execution(ran.executed, &ran)
 	for _, c := range w.calls {
+		c.ran = ran
 		v.release(c)
 	}
 	clear(w.calls)

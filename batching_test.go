@@ -306,12 +306,12 @@ func TestDynamicBatchingPolicies(t *testing.T) {
 		t.Errorf("rejected after %v; the override asked for 5ms", waited)
 	}
 
-	st, err := srv.Stats("m", 0)
+	stats, err := srv.Stats("m", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Queued != 2 || st.Rejected != 1 || st.TimedOut != 1 {
-		t.Errorf("stats %+v, want 2 queued, 1 rejected, 1 timed out", st)
+	if st := stats[0]; st.Queued != 2 || st.Failures.Rejected != 2 || st.Failures.Other != 2 {
+		t.Errorf("stats %+v, want 2 queued, 2 rejected (queue full, timeout), 2 other (bad priority, bad timeout)", st)
 	}
 	for range 3 {
 		g.release <- struct{}{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -122,6 +123,7 @@ func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (stri
 // validated, model loaded, every instance created and warmed) and starts its
 // instances. On failure it releases whatever it had created.
 func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
+	began := time.Now()
 	cfg := proto.CloneOf(base)
 	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log}
 	if !s.opts.strictConfig {
@@ -144,6 +146,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
 	}
 	v := newVersion(md.Name, n, cfg, name, m, log)
+	v.observers = s.opts.observers
 	for gi, g := range cfg.GetInstanceGroup() {
 		kind := g.GetKind()
 		if kind == modelconfig.ModelInstanceGroup_KIND_GPU {
@@ -173,6 +176,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 		_ = v.close(ErrServerClosed)
 		return nil, fmt.Errorf("model_warmup: %w", err)
 	}
+	v.stats.loadTime = time.Since(began)
 	v.start()
 	if err := v.startBatcher(); err != nil {
 		_ = v.close(ErrServerClosed)

@@ -34,6 +34,7 @@ type options struct {
 	rateLimit       *ratelimit.Config
 	control         ModelControl
 	drainPeriod     time.Duration
+	observers       []Observer
 }
 
 func defaultOptions() options {

@@ -403,29 +403,3 @@ func (s *Server) find(model string, ver int64) (*version, *modelEntry, error) {
 	v.gate.leave()
 	return v, s.table.Load().models[model], nil
 }
-
-// ModelStats are a model version's scheduling counters.
-type ModelStats struct {
-	// Queued is the number of requests waiting in the dynamic batcher now.
-	Queued int
-	// Rejected counts requests refused because their priority level's queue
-	// was full (max_queue_size).
-	Rejected uint64
-	// TimedOut counts requests rejected because their queue-policy timeout
-	// expired under a REJECT policy.
-	TimedOut uint64
-}
-
-// Stats returns a loaded model version's counters; version 0 means the one
-// a request without a version would use.
-func (s *Server) Stats(model string, ver int64) (ModelStats, error) {
-	v, _, err := s.find(model, ver)
-	if err != nil {
-		return ModelStats{}, err
-	}
-	st := ModelStats{Rejected: v.rejected.Load(), TimedOut: v.timedOut.Load()}
-	if v.dyn != nil {
-		st.Queued = v.dyn.Len()
-	}
-	return st, nil
-}

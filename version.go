@@ -65,8 +65,8 @@ type version struct {
 	ordered bool                           // preserve_ordering
 	order   order
 
-	rejected atomic.Uint64 // requests refused because their queue was full
-	timedOut atomic.Uint64 // requests rejected when their queue timeout expired
+	stats     *counters
+	observers []Observer
 
 	stopOnce  sync.Once
 	closeOnce sync.Once
@@ -112,6 +112,7 @@ type call struct {
 	wake chan struct{} // one value per event: lead a batch, or answered
 	work *batchWork    // set when this request leads a batch
 	seq  uint64        // arrival number, with preserve_ordering
+	ran  timing        // when its batch ran, set by the leader
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -121,7 +122,7 @@ var callPool = sync.Pool{New: func() any {
 }}
 
 func putCall(c *call) {
-	c.ctx, c.work, c.seq = nil, nil, 0
+	c.ctx, c.work, c.seq, c.ran = nil, nil, 0, timing{}
 	c.req.Reset()
 	c.req.Inputs, c.req.RequestedOutputs, c.req.Parameters, c.req.ID = nil, nil, nil, ""
 	clear(c.in)
@@ -141,6 +142,7 @@ func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backend
 		log:     log,
 		gate:    newGate(),
 		stop:    make(chan struct{}),
+		stats:   newCounters(int64(cfg.GetMaxBatchSize())),
 	}
 }
 
@@ -155,21 +157,29 @@ func (v *version) start() {
 	}
 }
 
+// taken is a free instance and whether the request had to wait for it.
+type taken struct {
+	slot   *slot
+	waited bool
+}
+
 // take waits for a free instance. It fails when ctx ends or the version
-// stops first.
-func (v *version) take(ctx context.Context) (*slot, error) {
+// stops first. A request that has to wait counts as pending meanwhile.
+func (v *version) take(ctx context.Context, c *counters) (taken, error) {
 	select {
 	case s := <-v.idle:
-		return s, nil
+		return taken{slot: s}, nil
 	default:
 	}
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
 	select {
 	case s := <-v.idle:
-		return s, nil
+		return taken{slot: s, waited: true}, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return taken{}, ctx.Err()
 	case <-v.stop:
-		return nil, *v.aborted.Load()
+		return taken{}, *v.aborted.Load()
 	}
 }
 

@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/triton-go/triton/tensor"
 )
@@ -105,6 +106,8 @@ type Batch struct {
 	gathered []tensor.Tensor
 	parts    []tensor.Tensor // scratch for Input
 	arena    []byte          // gathered inputs' data, reused by the next batch
+
+	inputsDone, inferDone time.Time // optional marks, for statistics
 }
 
 // NewBatch returns a batch of reqs. batched tells whether the model batches
@@ -128,7 +131,22 @@ func (b *Batch) Reset(batched bool, reqs []*Request) {
 	clear(b.gathered)
 	b.gathered = b.gathered[:0]
 	b.arena = b.arena[:0]
+	b.inputsDone, b.inferDone = time.Time{}, time.Time{}
 }
+
+// MarkInputsDone records that the backend has prepared the batch's inputs
+// and starts the model proper; MarkInferDone that the model has run and
+// output processing starts. Both are optional: they split the execution
+// into Triton's compute_input, compute_infer and compute_output statistics
+// (without them the whole execution counts as compute_infer).
+func (b *Batch) MarkInputsDone() { b.inputsDone = time.Now() }
+
+// MarkInferDone: see [Batch.MarkInputsDone].
+func (b *Batch) MarkInferDone() { b.inferDone = time.Now() }
+
+// Marks returns the times recorded by MarkInputsDone and MarkInferDone
+// (zero when not marked). The server reads them.
+func (b *Batch) Marks() (inputsDone, inferDone time.Time) { return b.inputsDone, b.inferDone }
 
 // Size returns the number of rows of the batch: the sum of the requests'
 // batch sizes.

@@ -55,7 +55,9 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 			}
 		}
 	}
+	b.MarkInputsDone()
 	outs, err := i.run.Run(ctx, i.in, i.want)
+	b.MarkInferDone()
 	clear(i.in) // do not keep the requests' memory alive
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ortrun.ErrTerminated) {
