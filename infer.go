@@ -43,6 +43,15 @@ type InferRequest struct {
 	// elsewhere is InvalidArgument. 0 means the policy's default. Deadlines
 	// come from ctx, not from this field.
 	Timeout time.Duration
+	// SequenceID is the correlation ID of a stateful model's sequence
+	// (Triton's sequence_id; 0 means none), SequenceIDString the same as a
+	// string (a non-empty one takes precedence). SequenceStart and
+	// SequenceEnd flag the first and last request of the sequence. Models
+	// without sequence batching ignore all four.
+	SequenceID       uint64
+	SequenceIDString string
+	SequenceStart    bool
+	SequenceEnd      bool
 }
 
 // InferResponse is the answer to an [InferRequest].
