@@ -3,6 +3,7 @@ package triton
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -73,8 +74,10 @@ type ModelStats struct {
 	Queued  int
 	// LoadTime is how long loading this version took.
 	LoadTime time.Duration
-	// MetricTags are the config's metric_tags, for metric labels.
+	// MetricTags are the config's metric_tags, for metric labels (a copy).
 	MetricTags map[string]string
+	// ResponseCache reports whether the version has response_cache enabled.
+	ResponseCache bool
 }
 
 // Observer receives one record per finished request, for distributions
@@ -297,9 +300,10 @@ func (v *version) snapshot() ModelStats {
 			Backend:  c.failures[FailureBackend].Load(),
 			Other:    c.failures[FailureOther].Load(),
 		},
-		Pending:    c.pending.Load(),
-		LoadTime:   c.loadTime,
-		MetricTags: v.cfg.GetMetricTags(),
+		Pending:       c.pending.Load(),
+		LoadTime:      c.loadTime,
+		MetricTags:    maps.Clone(v.cfg.GetMetricTags()),
+		ResponseCache: v.cfg.GetResponseCache().GetEnable(),
 	}
 	if d := c.last.Load(); d != 0 {
 		st.LastInference = epoch.Add(time.Duration(d))

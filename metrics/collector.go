@@ -1,0 +1,289 @@
+package metrics
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton"
+)
+
+// Config selects what a [Collector] exports. The zero value exports what
+// tritonserver exports by default (counter latencies on, CPU and GPU
+// metrics on where the machine has them) for at most 1000 model versions.
+type Config struct {
+	// DisableCounters drops the cumulative *_duration_us counters and the
+	// response-cache families (Triton's --metrics-config
+	// counter_latencies=false).
+	DisableCounters bool
+	// DisableCPU drops nv_cpu_utilization and nv_cpu_memory_*_bytes
+	// (Triton's --allow-cpu-metrics=false).
+	DisableCPU bool
+	// DisableGPU drops the nv_gpu_* and nv_energy_consumption families and
+	// does not load NVML at all (Triton's --allow-gpu-metrics=false).
+	DisableGPU bool
+	// MaxSeries bounds label cardinality: at most this many model versions
+	// are exported, the first ones by model name, then version number; the
+	// rest are dropped and counted by the gauge
+	// tritongo_metrics_dropped_model_versions. 0 means 1000; negative
+	// values are treated as 0.
+	MaxSeries int
+	// Logger receives the one line saying why GPU metrics are off, at
+	// construction. Nil means zap.NewNop(). Nothing is logged per scrape.
+	Logger *zap.Logger
+}
+
+// Collector is a [prometheus.Collector] exporting a [triton.Server]'s
+// statistics under Triton's metric names. Register it on the application's
+// registry; it reads [triton.Server.Stats] at scrape time and keeps no
+// per-request state of its own, so it costs nothing on the request path.
+//
+// Collector is an unchecked collector: its Describe sends no descriptors,
+// because the label names of the per-model families depend on the loaded
+// models (one _<tag> label per metric_tags entry, Triton's rule), which
+// change while the collector is registered. A checked collector would have
+// to announce every descriptor at registration, and a model loaded later
+// with other tags would then fail every scrape. The price, as
+// client_golang documents for unchecked collectors: a name clash with
+// another collector is reported by Gather rather than by Register, and
+// Unregister cannot remove the collector.
+//
+// A Collector is safe for concurrent use: concurrent scrapes are fine.
+// Close releases NVML.
+type Collector struct {
+	srv       *triton.Server
+	cfg       Config
+	maxSeries int
+	cpu       *cpuReader // nil when off or not Linux
+
+	dropped, pinnedTotal, pinnedUsed *prometheus.Desc
+
+	mu sync.Mutex
+	// mu protects the following.
+	descs      map[string]*modelDescs // by tag label names, joined by "\x00"
+	gpu        gpuSource              // nil when off, unavailable or closed
+	energyBase map[string]uint64      // each GPU's energy counter at construction, mJ
+}
+
+// NewCollector returns a Collector exporting srv's statistics. It loads
+// NVML to read the GPUs unless cfg.DisableGPU is set; where NVML or a
+// driver is missing (any machine without an NVIDIA GPU, or a build without
+// cgo) the GPU families are absent and nothing fails. srv must not be nil.
+func NewCollector(srv *triton.Server, cfg Config) *Collector {
+	var gpu gpuSource
+	if !cfg.DisableGPU {
+		gpu = openNVML(logger(cfg.Logger))
+	}
+	return newCollector(srv, cfg, gpu)
+}
+
+func logger(l *zap.Logger) *zap.Logger {
+	if l == nil {
+		return zap.NewNop()
+	}
+	return l
+}
+
+// newCollector is NewCollector with the GPU source given (tests feed fake
+// readings through it).
+func newCollector(srv *triton.Server, cfg Config, gpu gpuSource) *Collector {
+	c := &Collector{
+		srv:         srv,
+		cfg:         cfg,
+		maxSeries:   maxSeries(cfg.MaxSeries),
+		dropped:     prometheus.NewDesc(nameDropped, helpDropped, nil, nil),
+		pinnedTotal: prometheus.NewDesc(namePinnedTotal, helpPinnedTotal, nil, nil),
+		pinnedUsed:  prometheus.NewDesc(namePinnedUsed, helpPinnedUsed, nil, nil),
+		descs:       map[string]*modelDescs{},
+	}
+	if !cfg.DisableCPU {
+		c.cpu = newCPUReader()
+	}
+	if gpu != nil {
+		c.gpu = gpu
+		c.energyBase = map[string]uint64{}
+		c.recordEnergyBase(gpu.read())
+	}
+	return c
+}
+
+func maxSeries(n int) int {
+	if n <= 0 {
+		return defaultMaxSeries
+	}
+	return n
+}
+
+// Close releases NVML (nvml.Shutdown) when the Collector loaded it; the GPU
+// families disappear from later scrapes. It is idempotent and safe to call
+// while a scrape runs. It returns NVML's error, if any.
+func (c *Collector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gpu == nil {
+		return nil
+	}
+	err := c.gpu.close()
+	c.gpu = nil
+	return err
+}
+
+// Describe sends nothing: Collector is an unchecked collector (see the
+// type's documentation).
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads the server's statistics, the CPU and the GPUs, and sends
+// one metric per family and series.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.collectModels(ch)
+	ch <- prometheus.MustNewConstMetric(c.pinnedTotal, prometheus.GaugeValue, 0)
+	ch <- prometheus.MustNewConstMetric(c.pinnedUsed, prometheus.GaugeValue, 0)
+	if c.cpu != nil {
+		c.cpu.collect(ch)
+	}
+	c.collectGPUs(ch)
+}
+
+// modelDescs are the per-model descriptors for one set of label names.
+type modelDescs struct {
+	tagKeys                                             []string // metric_tags keys, sorted, each a valid label name once prefixed
+	success, failure, count, execCount                  *prometheus.Desc
+	requestDur, queueDur, inputDur, inferDur, outputDur *prometheus.Desc
+	pending, loadTime                                   *prometheus.Desc
+	cacheHits, cacheMisses, cacheHitDur, cacheMissDur   *prometheus.Desc
+}
+
+func newModelDescs(tagKeys []string) *modelDescs {
+	labels := []string{labelModel, labelVersion}
+	for _, k := range tagKeys {
+		labels = append(labels, "_"+k)
+	}
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, labels, nil) }
+	return &modelDescs{
+		tagKeys:      tagKeys,
+		success:      d(nameSuccess, helpSuccess),
+		failure:      prometheus.NewDesc(nameFailure, helpFailure, append(slices.Clip(labels), labelReason), nil),
+		count:        d(nameCount, helpCount),
+		execCount:    d(nameExecCount, helpExecCount),
+		requestDur:   d(nameRequestDur, helpRequestDur),
+		queueDur:     d(nameQueueDur, helpQueueDur),
+		inputDur:     d(nameInputDur, helpInputDur),
+		inferDur:     d(nameInferDur, helpInferDur),
+		outputDur:    d(nameOutputDur, helpOutputDur),
+		pending:      d(namePending, helpPending),
+		loadTime:     d(nameLoadTime, helpLoadTime),
+		cacheHits:    d(nameCacheHits, helpCacheHits),
+		cacheMisses:  d(nameCacheMisses, helpCacheMisses),
+		cacheHitDur:  d(nameCacheHitDur, helpCacheHitDur),
+		cacheMissDur: d(nameCacheMisDur, helpCacheMisDur),
+	}
+}
+
+// descsFor returns the descriptors for a model with the given metric_tags.
+// Tags whose key cannot be a Prometheus label name ("_"+key must match
+// [a-zA-Z_][a-zA-Z0-9_]* and not start with "__") are left out.
+func (c *Collector) descsFor(tags map[string]string) *modelDescs {
+	var keys []string
+	for k := range tags {
+		if validTagKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	id := strings.Join(keys, "\x00")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.descs[id]
+	if d == nil {
+		d = newModelDescs(keys)
+		c.descs[id] = d
+	}
+	return d
+}
+
+// validTagKey reports whether "_"+k is a label name every Prometheus
+// version accepts.
+func validTagKey(k string) bool {
+	if k == "" || k[0] == '_' {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// collectModels sends the per-model families of every ready model
+// version, up to the MaxSeries bound, and the count of those dropped.
+func (c *Collector) collectModels(ch chan<- prometheus.Metric) {
+	stats, err := c.srv.Stats("", 0)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.dropped, err)
+		return
+	}
+	dropped := 0
+	if len(stats) > c.maxSeries {
+		// Stats sorts by name, then version: the kept set is deterministic.
+		dropped = len(stats) - c.maxSeries
+		stats = stats[:c.maxSeries]
+	}
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(dropped))
+	for i := range stats {
+		c.collectModel(ch, &stats[i])
+	}
+}
+
+// us converts a cumulative duration to Triton's integer microseconds.
+func us(d time.Duration) float64 { return float64(int64(d) / 1000) }
+
+func (c *Collector) collectModel(ch chan<- prometheus.Metric, st *triton.ModelStats) {
+	d := c.descsFor(st.MetricTags)
+	lv := make([]string, 0, 3+len(d.tagKeys))
+	lv = append(lv, st.Name, strconv.FormatInt(st.Version, 10))
+	for _, k := range d.tagKeys {
+		lv = append(lv, st.MetricTags[k])
+	}
+	counter := func(desc *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, lv...)
+	}
+	gauge := func(desc *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, lv...)
+	}
+	counter(d.success, float64(st.Success.Count))
+	for _, f := range []struct {
+		reason triton.FailureReason
+		n      uint64
+	}{
+		{triton.FailureRejected, st.Failures.Rejected},
+		{triton.FailureCanceled, st.Failures.Canceled},
+		{triton.FailureBackend, st.Failures.Backend},
+		{triton.FailureOther, st.Failures.Other},
+	} {
+		ch <- prometheus.MustNewConstMetric(d.failure, prometheus.CounterValue, float64(f.n), append(lv, f.reason.String())...)
+	}
+	counter(d.count, float64(st.InferenceCount))
+	counter(d.execCount, float64(st.ExecutionCount))
+	gauge(d.pending, float64(st.Pending))
+	gauge(d.loadTime, st.LoadTime.Seconds())
+	if c.cfg.DisableCounters {
+		return
+	}
+	counter(d.requestDur, us(st.Success.Total))
+	counter(d.queueDur, us(st.Queue.Total))
+	counter(d.inputDur, us(st.ComputeInput.Total))
+	counter(d.inferDur, us(st.ComputeInfer.Total))
+	counter(d.outputDur, us(st.ComputeOutput.Total))
+	if st.CacheHit.Count > 0 || st.CacheMiss.Count > 0 || st.ResponseCache {
+		counter(d.cacheHits, float64(st.CacheHit.Count))
+		counter(d.cacheMisses, float64(st.CacheMiss.Count))
+		counter(d.cacheHitDur, us(st.CacheHit.Total))
+		counter(d.cacheMissDur, us(st.CacheMiss.Total))
+	}
+}
