@@ -19,14 +19,15 @@ const module = "github.com/triton-go/triton"
 // import. Packages not listed here (the root, adapters, commands, examples)
 // may import any leaf.
 var allowed = map[string][]string{
-	"tensor":      {},
-	"modelconfig": {},
-	"backend":     {"tensor", "modelconfig"},
-	"repository":  {"modelconfig"},
-	"batcher":     {"tensor", "backend"},
-	"ensemble":    {"tensor", "backend", "modelconfig"},
-	"ratelimit":   {},
-	"warmup":      {"tensor", "modelconfig"},
+	"tensor":        {},
+	"modelconfig":   {},
+	"backend":       {"tensor", "modelconfig"},
+	"repository":    {"modelconfig"},
+	"batcher":       {"tensor", "backend"},
+	"ensemble":      {"tensor", "backend", "modelconfig"},
+	"ratelimit":     {},
+	"warmup":        {"tensor", "modelconfig"},
+	"responsecache": {"tensor"},
 }
 
 // rootForbidden are imports the root package must never have: wire
