@@ -171,3 +171,38 @@ instance_group [ { count: 2 kind: KIND_CPU } ]
 		})
 	}
 }
+
+// BenchmarkResponseCache compares a cache hit with a miss on the same model
+// (the no-op backend, response_cache on): hit answers from memory, miss
+// runs the model (each iteration sends new inputs) and stores the answer.
+// Run: go test -run '^$' -bench ResponseCache -benchmem .
+func BenchmarkResponseCache(b *testing.B) {
+	cfg := noopConfig + "\nresponse_cache { enable: true }"
+	srv := newServer(b, map[string]string{"noop/config.pbtxt": cfg, "noop/1/x": ""}, triton.WithBackend("noop", noop), triton.WithResponseCache(64<<20))
+	ctx := context.Background()
+	vals := make([]float32, 16)
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, vals)
+	req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+	b.Run("hit", func(b *testing.B) {
+		if _, err := srv.Infer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("miss", func(b *testing.B) {
+		b.ReportAllocs()
+		i := float32(0)
+		for b.Loop() {
+			i++
+			vals[0] = i // new inputs every time
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -123,7 +123,14 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	if err := ctx.Err(); err != nil {
 		return nil, v.fail(&t, batch, v.errorf(req, classify(err, Cancelled), err))
 	}
+	if v.cache != nil {
+		return v.inferCached(ctx, req, batch, &t)
+	}
+	return v.run(ctx, req, batch, &t)
+}
 
+// run schedules a validated request and waits for its answer.
+func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
 	c := callPool.Get().(*call)
 	r := &c.req
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
@@ -134,7 +141,7 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	t.queued = t.start
 	if v.dyn != nil {
 		v.stats.pending.Add(1)
-		return v.inferBatched(ctx, req, c, &t)
+		return v.inferBatched(ctx, req, c, t)
 	}
 
 	// No batcher: the request runs alone, on its own goroutine, on the first
@@ -144,7 +151,7 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	inst, err := v.take(ctx, v.stats)
 	if err != nil {
 		putCall(c)
-		return nil, v.fail(&t, batch, v.errorf(req, classify(err, Unavailable), err))
+		return nil, v.fail(t, batch, v.errorf(req, classify(err, Unavailable), err))
 	}
 	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
 	t.computeStart = t.start
@@ -156,10 +163,10 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	in, inf := c.batch.Marks()
 	t.inputsDone, t.inferDone = sinceEpoch(in), sinceEpoch(inf)
 	t.executed = batch
-	v.stats.execution(batch, &t)
+	v.stats.execution(batch, t)
 	resp, err := v.response(req, r)
 	putCall(c)
-	v.finish(&t, batch, err, t.computeEnd)
+	v.finish(t, batch, err, t.computeEnd)
 	return resp, err
 }
 

@@ -275,6 +275,9 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		}
 		return built
 	})
+	if s.cache != nil {
+		s.cache.Purge(name) // answers of the model as it was must not outlive it
+	}
 	s.retire(old)
 	if len(old) > 0 {
 		s.log.Info("model reloaded", zap.String("model", name), zap.Int("versions", len(built.versions)))
@@ -314,6 +317,9 @@ func (s *Server) unloadLocked(name string) {
 		}
 	}
 	s.update(name, func(*modelEntry) *modelEntry { return &modelEntry{name: name, state: stateUnloaded} })
+	if s.cache != nil {
+		s.cache.Purge(name)
+	}
 	s.log.Info("model unloaded", zap.String("model", name))
 }
 

@@ -147,6 +147,9 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	}
 	v := newVersion(md.Name, n, cfg, name, m, log)
 	v.observers = s.opts.observers
+	if s.cache != nil && cfg.GetResponseCache().GetEnable() {
+		v.cache = s.cache
+	}
 	for gi, g := range cfg.GetInstanceGroup() {
 		kind := g.GetKind()
 		if kind == modelconfig.ModelInstanceGroup_KIND_GPU {

@@ -35,6 +35,7 @@ type options struct {
 	control         ModelControl
 	drainPeriod     time.Duration
 	observers       []Observer
+	cacheBytes      int64
 }
 
 func defaultOptions() options {

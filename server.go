@@ -16,6 +16,7 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/responsecache"
 )
 
 // Name and Version are what [Server.Metadata] reports. Name is Triton's, so
@@ -34,7 +35,8 @@ const (
 type Server struct {
 	opts    options
 	log     *zap.Logger
-	limiter *ratelimit.Limiter // nil: rate limiting off
+	limiter *ratelimit.Limiter   // nil: rate limiting off
+	cache   *responsecache.Cache // nil: no response cache
 
 	table    atomic.Pointer[modelTable]
 	tableMu  sync.Mutex  // serialises changes to table (readers need no lock)
@@ -116,6 +118,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s := &Server{opts: o, log: o.logger}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.cacheBytes > 0 {
+		s.cache = responsecache.New(o.cacheBytes)
+	}
 	if o.rateLimit != nil {
 		l, err := ratelimit.New(*o.rateLimit)
 		if err != nil {

@@ -101,6 +101,8 @@ type RequestStats struct {
 	// Request is the whole duration; the others are its stages, zero for
 	// stages it did not reach.
 	Request, Queue, ComputeInput, ComputeInfer, ComputeOutput time.Duration
+	// CacheHit reports an answer from the response cache (no execution).
+	CacheHit bool
 }
 
 // FailureReason is why a request failed; see [Failures].
@@ -183,6 +185,7 @@ func newCounters(maxBatch int64) *counters {
 type timing struct {
 	start, queued, computeStart, inputsDone, inferDone, computeEnd time.Duration
 	executed                                                       int64 // batch size it ran in
+	cacheHit                                                       bool
 }
 
 // sinceEpoch converts a backend's mark to the request path's clock.
@@ -240,7 +243,9 @@ func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 		c.inputNs.add(in)
 		c.inferNs.add(inf)
 		c.outputNs.add(out)
-		c.inferences.Add(uint64(rows))
+		if t.executed > 0 { // cache hits count as successes, not inferences
+			c.inferences.Add(uint64(rows))
+		}
 		c.last.Store(int64(end))
 	} else {
 		reason = failureReason(err, t.computeStart != 0)
@@ -253,6 +258,7 @@ func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 			Model: v.name, Version: v.number, Err: err, Reason: reason,
 			BatchSize: rows, ExecutedBatchSize: t.executed,
 			Request: total, Queue: q, ComputeInput: in, ComputeInfer: inf, ComputeOutput: out,
+			CacheHit: t.cacheHit,
 		})
 	}
 }

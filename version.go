@@ -14,6 +14,7 @@ import (
 	"github.com/triton-go/triton/batcher"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/responsecache"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -67,6 +68,7 @@ type version struct {
 
 	stats     *counters
 	observers []Observer
+	cache     *responsecache.Cache // nil: the version does not cache
 
 	stopOnce  sync.Once
 	closeOnce sync.Once

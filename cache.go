@@ -1,0 +1,88 @@
+package triton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/triton-go/triton/tensor"
+)
+
+// WithResponseCache gives the server a response cache of byteSize bytes
+// (Triton's --response-cache-byte-size), used by models whose config has
+// response_cache { enable: true }. Answers are keyed by model, version and
+// every input's name, datatype, shape and bytes, compared in full on a hit
+// (a hash collision never returns a wrong answer), evicted least recently
+// used first; concurrent identical requests run once and share the answer.
+func WithResponseCache(byteSize int64) Option {
+	return optionFunc(func(o *options) error {
+		if byteSize <= 0 {
+			return fmt.Errorf("WithResponseCache: size must be positive, got %d", byteSize)
+		}
+		o.cacheBytes = byteSize
+		return nil
+	})
+}
+
+// inferCached answers from the cache, or runs the request once for every
+// concurrent identical request and caches a successful answer. The model
+// runs with all its outputs, so that an answer serves any later request
+// whatever outputs it asks for.
+func (v *version) inferCached(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
+	ran := false
+	outs, res, err := v.cache.Do(ctx, v.name, v.number, req.Inputs, func() ([]tensor.Tensor, error) {
+		ran = true
+		full := *req
+		full.Outputs = nil
+		rt := *t
+		resp, err := v.run(ctx, &full, batch, &rt)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Outputs, nil
+	})
+	c := v.stats
+	if ran {
+		// A miss: the request ran and was counted as any other; add the
+		// cache's lookup and insert.
+		c.cacheMiss.Add(1)
+		c.cacheMissNs.add(res.Duration())
+		if err != nil {
+			return nil, err // already an *Error, already counted
+		}
+	} else {
+		if err != nil {
+			code := classify(err, Internal)
+			var e *Error
+			if errors.As(err, &e) {
+				code, err = e.Code, e.Err
+			}
+			return nil, v.fail(t, batch, v.errorf(req, code, err))
+		}
+		// A hit (or the shared answer of an identical request in flight):
+		// no execution of its own.
+		c.cacheHit.Add(1)
+		c.cacheHitNs.add(res.Duration())
+		t.cacheHit = true
+		v.finish(t, batch, nil, 0)
+	}
+	resp := &InferResponse{Model: v.name, Version: v.number, ID: req.ID, Outputs: outs}
+	if len(req.Outputs) > 0 {
+		resp.Outputs = resp.Outputs[:0:0]
+		for _, name := range req.Outputs {
+			if o, ok := find(outs, name); ok {
+				resp.Outputs = append(resp.Outputs, o)
+			}
+		}
+	}
+	return resp, nil
+}
+
+func find(ts []tensor.Tensor, name string) (tensor.Tensor, bool) {
+	for _, t := range ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return tensor.Tensor{}, false
+}
