@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// needLibrary skips the end-to-end test (fails it under CI=true) when the
+// ONNX Runtime library that make deps fetches is missing.
+func needLibrary(t *testing.T) {
+	t.Helper()
+	lib := filepath.Join("..", "..", ".cache", "onnxruntime", "1.24.1", "linux-x64", "libonnxruntime.so.1")
+	if _, err := os.Stat(lib); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ONNX Runtime library missing (%v); make deps fetches it", err)
+		}
+		t.Skipf("ONNX Runtime library missing (%v); run make deps", err)
+	}
+}
+
+// binaryServer is the built tritonserver, running.
+type binaryServer struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	http    string // base URL
+	metrics string
+	exited  chan error
+}
+
+func startBinary(t *testing.T, args ...string) *binaryServer {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tritonserver")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	cmd := exec.Command(bin, append([]string{"--http-port=0", "--metrics-port=0", "--allow-grpc=false", "--log-info=false"}, args...)...)
+	cmd.Dir = "."
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &binaryServer{t: t, cmd: cmd, exited: make(chan error, 1)}
+	lines := bufio.NewScanner(stdout)
+	addr := regexp.MustCompile(`^(http|metrics) listening on .*:(\d+)$`)
+	deadline := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for (s.http == "" || s.metrics == "") && lines.Scan() {
+		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
+			url := "http://127.0.0.1:" + m[2]
+			if m[1] == "http" {
+				s.http = url
+			} else {
+				s.metrics = url
+			}
+		}
+	}
+	if s.http == "" || s.metrics == "" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the server did not start; stderr:\n%s", stderr.String())
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, stdout)
+		s.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.exited
+	})
+	return s
+}
+
+func (s *binaryServer) do(method, path, contentType string, body []byte, header map[string]string) (int, http.Header, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.http+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, data
+}
+
+func TestEndToEnd(t *testing.T) {
+	needLibrary(t)
+	s := startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true")
+
+	if code, _, _ := s.do("GET", "/v2/health/ready", "", nil, nil); code != 200 {
+		t.Fatalf("ready: %d", code)
+	}
+	// JSON infer through the Go backend compiled into the binary.
+	code, _, body := s.do("POST", "/v2/models/text_reverse/infer", "application/json",
+		[]byte(`{"id":"r1","inputs":[{"name":"TEXT","shape":[2],"datatype":"BYTES","data":["hello","triton"]}]}`), nil)
+	if code != 200 || !strings.Contains(string(body), `"data":["olleh","notirt"]`) || !strings.Contains(string(body), `"id":"r1"`) {
+		t.Fatalf("JSON infer: %d %s", code, body)
+	}
+
+	// Binary infer through ONNX Runtime.
+	header := []byte(`{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"FP32","parameters":{"binary_data_size":64}},` +
+		`{"name":"INPUT1","shape":[1,16],"datatype":"FP32","parameters":{"binary_data_size":64}}],` +
+		`"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]}`)
+	payload := bytes.NewBuffer(append([]byte(nil), header...))
+	for _, base := range []float32{1, 10} {
+		for i := range 16 {
+			_ = binary.Write(payload, binary.LittleEndian, base*float32(i))
+		}
+	}
+	code, h, body := s.do("POST", "/v2/models/add_sub/infer", "application/octet-stream", payload.Bytes(),
+		map[string]string{"Inference-Header-Content-Length": strconv.Itoa(len(header))})
+	if code != 200 {
+		t.Fatalf("binary infer: %d %s", code, body)
+	}
+	n, err := strconv.Atoi(h.Get("Inference-Header-Content-Length"))
+	if err != nil || n > len(body) || len(body)-n != 64 {
+		t.Fatalf("binary response: header length %q, body %d bytes", h.Get("Inference-Header-Content-Length"), len(body))
+	}
+	for i := range 16 {
+		got := math.Float32frombits(binary.LittleEndian.Uint32(body[n+4*i:]))
+		if got != 11*float32(i) {
+			t.Fatalf("OUTPUT0[%d] = %v, want %v", i, got, 11*float32(i))
+		}
+	}
+
+	// System shared memory: the input of text_reverse comes from a POSIX object.
+	shmName := fmt.Sprintf("tritongo-e2e-%d", os.Getpid())
+	shmPath := filepath.Join("/dev/shm", shmName)
+	if _, err := os.Stat("/dev/shm"); err == nil {
+		var framed bytes.Buffer
+		for _, s := range []string{"abc", "de\x00f"} {
+			_ = binary.Write(&framed, binary.LittleEndian, uint32(len(s)))
+			framed.WriteString(s)
+		}
+		if err := os.WriteFile(shmPath, framed.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(shmPath)
+		reg := fmt.Sprintf(`{"key":"/%s","offset":0,"byte_size":%d}`, shmName, framed.Len())
+		if code, _, body := s.do("POST", "/v2/systemsharedmemory/region/in/register", "application/json", []byte(reg), nil); code != 200 {
+			t.Fatalf("shm register: %d %s", code, body)
+		}
+		req := fmt.Sprintf(`{"inputs":[{"name":"TEXT","shape":[2],"datatype":"BYTES","parameters":{"shared_memory_region":"in","shared_memory_byte_size":%d}}]}`, framed.Len())
+		code, _, body := s.do("POST", "/v2/models/text_reverse/infer", "application/json", []byte(req), nil)
+		if code != 200 || !strings.Contains(string(body), `"data":["cba","f\u0000ed"]`) {
+			t.Fatalf("shm infer: %d %s", code, body)
+		}
+		code, _, body = s.do("GET", "/v2/systemsharedmemory/status", "", nil, nil)
+		if code != 200 || !strings.Contains(string(body), `"name":"in"`) {
+			t.Fatalf("shm status: %d %s", code, body)
+		}
+		if code, _, body := s.do("POST", "/v2/systemsharedmemory/region/in/unregister", "", nil, nil); code != 200 {
+			t.Fatalf("shm unregister: %d %s", code, body)
+		}
+	}
+
+	// Repository: unload and load again.
+	if code, _, body := s.do("POST", "/v2/repository/models/text_reverse/unload", "", nil, nil); code != 200 {
+		t.Fatalf("unload: %d %s", code, body)
+	}
+	if code, _, _ := s.do("GET", "/v2/models/text_reverse/ready", "", nil, nil); code == 200 {
+		t.Fatal("ready after unload")
+	}
+	code, _, body = s.do("POST", "/v2/repository/index", "application/json", nil, nil)
+	var index []map[string]any
+	if code != 200 || json.Unmarshal(body, &index) != nil {
+		t.Fatalf("index: %d %s", code, body)
+	}
+	if code, _, body := s.do("POST", "/v2/repository/models/text_reverse/load", "", nil, nil); code != 200 {
+		t.Fatalf("load: %d %s", code, body)
+	}
+	if code, _, _ := s.do("GET", "/v2/models/text_reverse/ready", "", nil, nil); code != 200 {
+		t.Fatal("not ready after load")
+	}
+
+	// Statistics and metrics.
+	code, _, body = s.do("GET", "/v2/models/add_sub/stats", "", nil, nil)
+	var stats struct {
+		ModelStats []struct {
+			Name           string `json:"name"`
+			InferenceCount uint64 `json:"inference_count"`
+		} `json:"model_stats"`
+	}
+	if code != 200 || json.Unmarshal(body, &stats) != nil || len(stats.ModelStats) != 1 || stats.ModelStats[0].InferenceCount != 1 {
+		t.Fatalf("stats: %d %s", code, body)
+	}
+	resp, err := http.Get(s.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(mbody), `nv_inference_count{model="add_sub",version="1"} 1`) {
+		t.Fatalf("metrics lack add_sub's inference count:\n%s", mbody)
+	}
+
+	// SIGTERM: a graceful exit.
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+		s.exited <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGTERM")
+	}
+}

@@ -1,0 +1,300 @@
+// Command tritonserver serves a Triton model repository over HTTP/REST (the
+// KServe v2 protocol with Triton's extensions) and exports Prometheus
+// metrics, with tritonserver's flags, so that existing deployments keep
+// their arguments:
+//
+//	tritonserver --model-repository=/models [--model-control-mode=explicit --load-model=m] \
+//	    [--http-port=8000] [--metrics-port=8002] [--exit-timeout-secs=30] ...
+//
+// It serves ONNX models with ONNX Runtime and, for the example repository,
+// a Go backend compiled in ("reverse"). SIGTERM and SIGINT shut it down
+// gracefully: not ready at once, in-flight requests finish within
+// --exit-timeout-secs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/metrics"
+	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/tensor"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		log.Fatalf("tritonserver: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		log.Fatalf("tritonserver: %v", err)
+	}
+}
+
+// run serves until ctx ends, then shuts down gracefully. It writes the
+// addresses it listens on to out ("http listening on [::]:8000"), which is
+// how tests that start it on port 0 find it.
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	logger, level, err := newLogger(cfg)
+	if err != nil {
+		return err
+	}
+	defer logger.Sync()
+
+	opts, lat, err := serverOptions(cfg, logger)
+	if err != nil {
+		return err
+	}
+	srv, err := triton.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	var servers []*http.Server
+	serve := func(name, addr string, h http.Handler) (net.Addr, error) {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		hs := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second, // slow clients cannot hold connections open forever
+			ReadTimeout:       5 * time.Minute,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          zap.NewStdLog(logger.Named(name)),
+		}
+		servers = append(servers, hs)
+		go func() {
+			if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("serving", zap.String("server", name), zap.Error(err))
+			}
+		}()
+		logger.Info("listening", zap.String("server", name), zap.String("address", l.Addr().String()))
+		fmt.Fprintf(out, "%s listening on %s\n", name, l.Addr())
+		return l.Addr(), nil
+	}
+
+	if cfg.allowHTTP {
+		hopts := []httpapi.Option{httpapi.WithLogger(logger), httpapi.WithLogLevel(level)}
+		for _, r := range cfg.restrictedAPIs {
+			for _, cat := range r.categories {
+				hopts = append(hopts, httpapi.WithRestrictedAPI(cat, r.key, r.value))
+			}
+		}
+		if cfg.allowClientShm {
+			shm := sysshm.NewRegistry()
+			defer shm.Close()
+			hopts = append(hopts, httpapi.WithSharedMemory(shm))
+		}
+		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), httpapi.NewHandler(srv, hopts...))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "try:\n  curl -s localhost:%d/v2/models/text_reverse/infer -d '%s'\n",
+			addr.(*net.TCPAddr).Port, `{"inputs":[{"name":"TEXT","shape":[2],"datatype":"BYTES","data":["hello","triton"]}]}`)
+	}
+	if cfg.allowGRPC {
+		logger.Warn("the gRPC endpoint is not available in this build yet; serving HTTP only", zap.Int("grpc-port", cfg.grpcPort))
+	}
+	if cfg.allowMetrics {
+		reg := prometheus.NewRegistry()
+		col := metrics.NewCollector(srv, metrics.Config{
+			DisableCounters: cfg.metricsConfig["counter_latencies"] == "false",
+			DisableGPU:      !cfg.allowGPUMetrics,
+			DisableCPU:      !cfg.allowCPUMetrics,
+			Logger:          logger,
+		})
+		defer col.Close()
+		reg.MustRegister(col)
+		if lat != nil {
+			lat.Attach(srv)
+			reg.MustRegister(lat)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if _, err := serve("metrics", net.JoinHostPort(cfg.metricsAddress, strconv.Itoa(cfg.metricsPort)), mux); err != nil {
+			return err
+		}
+	}
+
+	<-ctx.Done()
+	logger.Info("shutting down", zap.Duration("exit-timeout", cfg.exitTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.exitTimeout)
+	defer cancel()
+	errs := []error{}
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v: %w", cfg.exitTimeout, err))
+	}
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serverOptions turns the flags into server options. The latency observer
+// behind --metrics-config summary_latencies and histogram_latencies must
+// exist before the server; it is returned (nil when off) for run to
+// register with the metrics.
+func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.Latencies, error) {
+	opts := []triton.Option{
+		triton.WithLogger(logger),
+		triton.WithModelRepository(cfg.repositories...),
+		triton.WithStrictConfig(cfg.strictModelConfig),
+		triton.WithStrictReadiness(cfg.strictReadiness),
+		triton.WithExitOnError(cfg.exitOnError),
+		triton.WithBackend("reverse", reverse),
+	}
+	mode := map[string]triton.ControlMode{"none": triton.ControlNone, "poll": triton.ControlPoll, "explicit": triton.ControlExplicit}[cfg.controlMode]
+	opts = append(opts, triton.WithModelControl(triton.ModelControl{Mode: mode, PollInterval: time.Duration(cfg.pollSecs) * time.Second}))
+	if len(cfg.loadModels) > 0 {
+		opts = append(opts, triton.WithStartupModels(cfg.loadModels...))
+	}
+	var ortOpts []onnxruntime.Option
+	if n, ok, err := cfg.backendInt("onnxruntime", "default-max-batch-size"); err != nil {
+		return nil, nil, err
+	} else if ok {
+		ortOpts = append(ortOpts, onnxruntime.WithDefaultMaxBatchSize(n))
+	}
+	opts = append(opts, triton.WithBackend(onnxruntime.Name, onnxruntime.New(ortOpts...)))
+	if cfg.rateLimit == "execution_count" {
+		rl := ratelimit.Config{}
+		for _, r := range cfg.rateLimitResources {
+			parts := strings.Split(r, ":")
+			if len(parts) < 2 || len(parts) > 3 {
+				return nil, nil, fmt.Errorf("--rate-limit-resource %q: want <name>:<count>[:<device>]", r)
+			}
+			count, err := strconv.ParseUint(parts[1], 10, 32)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--rate-limit-resource %q: bad count", r)
+			}
+			dev := -1
+			if len(parts) == 3 {
+				if dev, err = strconv.Atoi(parts[2]); err != nil {
+					return nil, nil, fmt.Errorf("--rate-limit-resource %q: bad device", r)
+				}
+			}
+			rl.Limits = append(rl.Limits, ratelimit.Limit{Name: parts[0], Count: uint32(count), Device: dev})
+		}
+		opts = append(opts, triton.WithRateLimiter(rl))
+	}
+	if cfg.responseCacheBytes > 0 {
+		opts = append(opts, triton.WithResponseCache(cfg.responseCacheBytes))
+	}
+	var lat *metrics.Latencies
+	summaries := cfg.metricsConfig["summary_latencies"] == "true"
+	histograms := cfg.metricsConfig["histogram_latencies"] == "true"
+	if cfg.allowMetrics && (summaries || histograms) {
+		lc := metrics.LatencyConfig{Summaries: summaries, FirstResponseHistogram: histograms}
+		if q := cfg.metricsConfig["summary_quantiles"]; q != "" {
+			quantiles, err := parseQuantiles(q)
+			if err != nil {
+				return nil, nil, err
+			}
+			lc.Quantiles = quantiles
+		}
+		lat = metrics.NewLatencies(lc)
+		opts = append(opts, triton.WithObserver(lat))
+	}
+	return opts, lat, nil
+}
+
+// parseQuantiles reads summary_quantiles="0.5:0.05,0.9:0.01".
+func parseQuantiles(s string) (map[float64]float64, error) {
+	out := map[float64]float64{}
+	for _, kv := range strings.Split(s, ",") {
+		q, e, ok := strings.Cut(kv, ":")
+		qf, err1 := strconv.ParseFloat(q, 64)
+		ef, err2 := strconv.ParseFloat(e, 64)
+		if !ok || err1 != nil || err2 != nil || qf <= 0 || qf >= 1 || ef < 0 {
+			return nil, fmt.Errorf("--metrics-config summary_quantiles=%s: want <quantile>:<error>,...", s)
+		}
+		out[qf] = ef
+	}
+	return out, nil
+}
+
+// newLogger builds the logger from --log-verbose, --log-info and
+// --log-format; the level can be changed at run time through the HTTP
+// logging extension.
+func newLogger(cfg config) (*zap.Logger, *zap.AtomicLevel, error) {
+	level := zap.NewAtomicLevelAt(zapcore.WarnLevel)
+	if cfg.logInfo {
+		level.SetLevel(zapcore.InfoLevel)
+	}
+	if cfg.logVerbose > 0 {
+		level.SetLevel(zapcore.DebugLevel)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = level
+	zc.Encoding = "console"
+	zc.EncoderConfig.EncodeTime = zapcore.RFC3339TimeEncoder
+	if cfg.logFormat == "ISO8601" {
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	}
+	zc.Sampling = nil
+	l, err := zc.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, &level, nil
+}
+
+// reverse is the Go backend compiled in for the example repository's
+// text_reverse model: each string of TEXT comes back reversed, byte for
+// byte.
+var reverse = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		in, ok := r.Input("TEXT")
+		if !ok {
+			return fmt.Errorf("no input TEXT: %w", backend.ErrInvalidInput)
+		}
+		elems, err := tensor.ByteSlices(in)
+		if err != nil {
+			return err
+		}
+		out := make([][]byte, len(elems))
+		for i, e := range elems {
+			rev := make([]byte, len(e))
+			for j := range e {
+				rev[len(e)-1-j] = e[j]
+			}
+			out[i] = rev
+		}
+		t, err := tensor.FromByteSlices("REVERSED", in.Shape, out)
+		if err != nil {
+			return err
+		}
+		r.SetOutput(t)
+	}
+	return nil
+})

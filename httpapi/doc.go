@@ -1,0 +1,124 @@
+// Package httpapi serves a [triton.Server] over Triton Inference Server's
+// HTTP/REST protocol: KServe v2 plus Triton's extensions (binary tensor
+// data, classification, model repository, model configuration,
+// statistics, shared memory, trace and logging settings, parameters,
+// schedule policy). Existing Triton clients (tritonclient, perf_analyzer,
+// KServe v2 clients), load balancers and Kubernetes probes work against it
+// unchanged: paths, methods, JSON shapes, status codes and error messages
+// are Triton's (github.com/triton-go/triton's protocol reference §1).
+//
+// # Usage
+//
+// [NewHandler] returns an http.Handler for the /v2 paths:
+//
+//	srv, err := triton.NewFromDir("models")
+//	if err != nil { ... }
+//	defer srv.Close()
+//	log.Fatal(http.ListenAndServe(":8000", httpapi.NewHandler(srv)))
+//
+// Mounted next to an application's own routes, give it the /v2/ subtree;
+// the handler sees the full path, so do not strip the prefix:
+//
+//	h := httpapi.NewHandler(srv)
+//	mux := http.NewServeMux()
+//	mux.Handle("/v2/", h)
+//	mux.Handle("/v2", h) // server metadata lives at /v2 itself
+//	mux.HandleFunc("/", appIndex)
+//
+// Use one handler for both patterns: the trace and logging settings live
+// in the handler.
+//
+// Serving it on a path prefix (http.StripPrefix("/triton", h)) works too,
+// but Triton clients expect the protocol at the root of a host and port.
+//
+// Kubernetes probes: liveness GET /v2/health/live, readiness GET
+// /v2/health/ready (200 or 400 with an empty body; 503 once the server is
+// shutting down). For a graceful stop call [triton.Server.Shutdown] before
+// http.Server.Shutdown: the server reports not ready during its drain
+// period and keeps serving the requests in flight.
+//
+// # Endpoints
+//
+// Health, server and model metadata, model readiness, inference
+// (JSON tensors, binary tensors after the JSON header with
+// Inference-Header-Content-Length, raw binary bodies, shared-memory
+// tensors, classification, request/tensor parameters, gzip and deflate
+// in both directions), model configuration, statistics, repository
+// index/load/unload, system and CUDA shared memory, trace and logging
+// settings. Anything else is 404 {"error":"Not Found"}; a wrong method is
+// 405 {"error":"Method Not Allowed"}. Errors are {"error":"<message>"}
+// with the status of their [triton.Code] (Triton's table: InvalidArgument,
+// AlreadyExists, Cancelled and Unknown 400, NotFound 404, Internal 500,
+// Unsupported 501, Unavailable 503, and DeadlineExceeded, which Triton
+// lacks, 504).
+//
+// # Concurrency and resources
+//
+// The handler is safe for concurrent use; every request runs on the
+// goroutine net/http gives it, and inference requests run on the server
+// with the request's context, so a client that disconnects cancels its
+// inference (the backend sees its ctx end). A request body is read whole
+// before it is decoded, so at most [WithMaxRequestSize] bytes (64 MiB by
+// default) per request in flight, plus decoded JSON tensors (each bounded
+// the same way) and the response. Binary input tensors are not copied:
+// they alias the body, which is recycled once the response is written.
+// Bound the number of requests in flight with http.Server settings or a
+// limiting middleware, and set http.Server's ReadTimeout/ReadHeaderTimeout
+// against slow clients; the handler sets no timeouts of its own.
+//
+// # Security
+//
+//   - Size limits: [WithMaxRequestSize] bounds the body as received, the
+//     body after decompression (a zip bomb stops at the limit), the JSON
+//     header and each JSON-decoded input; JSON nests at most 100 deep.
+//     Shapes that the JSON data cannot hold fail before any allocation.
+//   - [WithRestrictedAPI] restricts categories of endpoints (for example
+//     model-repository, shared-memory, logging) to requests carrying a
+//     header with a secret value, as Triton's --http-restricted-api does.
+//     This is a shared-secret check, not authentication: serve over TLS,
+//     and put real authentication in a middleware in front of the handler.
+//   - Shared memory is off unless [WithSharedMemory] is given (Triton's
+//     --allow-client-shm, also off by default). When on, any client can map
+//     shared-memory objects of the host by name (regular files under
+//     /dev/shm only): restrict the shared-memory category unless clients
+//     are trusted.
+//   - Model names come from one path segment: a name holding "/" cannot
+//     route (not even as %2F), and the server refuses names such as ".."
+//     on load and unload, and load file overrides that leave the model
+//     folder.
+//   - The handler never panics on a request; an unexpected panic is
+//     answered with 500 and logged (see [WithLogger]).
+//
+// # Differences from Triton
+//
+//   - Request JSON that is malformed or mistyped is answered 400. Triton
+//     answers some of these with 500 because its JSON library reports them
+//     as INTERNAL errors (for example "Unable to parse 'shape'" for a
+//     negative dimension).
+//   - JSON integers out of range for the input's datatype (300 for UINT8)
+//     are refused; Triton truncates them silently.
+//   - JSON output doubles print as rapidjson prints them ("1.0",
+//     "1.100000023841858"); NaN and infinities, which rapidjson cannot
+//     write, are written as NaN, Infinity and -Infinity.
+//   - Classification results carry no labels: the server API gives
+//     adapters no access to an output's label_filename.
+//   - Inputs in shared memory are copied out of the region before the
+//     inference (outputs are written into it): a backend reading the
+//     client's memory directly would crash the process if the client
+//     shrank its object meanwhile. Being copied, each is bounded by
+//     [WithMaxRequestSize] like any input.
+//   - Without [WithSharedMemory], inference requests naming a region are
+//     refused with the "Client shared memory is disabled" error (501), and
+//     system_shared_memory is not listed in the server metadata.
+//   - CUDA shared memory answers as a Triton built without GPU support.
+//   - The trace settings endpoints store and report their settings, but no
+//     traces are produced, so "trace" is not listed as an extension.
+//   - The logging extension drives a zap.AtomicLevel ([WithLogLevel]);
+//     log_file cannot be set (501), as in current Triton.
+//   - The generate and generate_stream endpoints answer 501.
+//   - Triton's --http-header-forward-pattern (HTTP headers forwarded as
+//     request parameters) has no equivalent; responses carry no
+//     "parameters" (the server API returns none).
+//   - A version segment of 0 is NotFound (the server's version 0 means
+//     "latest"); Triton looks for a version 0 and does not find it either.
+package httpapi

@@ -1,0 +1,357 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/sysshm"
+)
+
+// DefaultMaxRequestSize is the default of [WithMaxRequestSize]: 64 MiB, the
+// default of Triton's --http-max-input-size.
+const DefaultMaxRequestSize = 1 << 26
+
+// Option configures the handler [NewHandler] returns. Options are sealed:
+// only this package defines them.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	maxSize      int64
+	restrictions []restriction
+	shm          *sysshm.Registry
+	log          *zap.Logger
+	level        *zap.AtomicLevel
+}
+
+// restriction is one WithRestrictedAPI: the categories it covers and the
+// header a request must carry.
+type restriction struct {
+	categories    string
+	header, value string
+}
+
+// WithMaxRequestSize bounds what a request may make the server hold, as
+// Triton's --http-max-input-size does: the request body as received, the
+// body after decompression, the JSON header of an inference request, and
+// each input decoded from JSON. Larger requests are refused with 400 and
+// a message saying which limit was exceeded. n ≤ 0 means the default,
+// [DefaultMaxRequestSize] (64 MiB).
+func WithMaxRequestSize(n int64) Option {
+	return optionFunc(func(c *config) {
+		if n <= 0 {
+			n = DefaultMaxRequestSize
+		}
+		c.maxSize = n
+	})
+}
+
+// WithRestrictedAPI restricts a category of endpoints to requests that carry
+// header with exactly value, as Triton's
+// --http-restricted-api=<category>:<header>=<value> does; other requests get
+// 403 {"error":"This API is restricted, expecting header '<header>'"}.
+// category is one of health, metadata, inference, shared-memory,
+// model-config, model-repository, statistics, trace and logging, or several
+// of them separated by commas. The header name is matched case-insensitively,
+// the value exactly. A later restriction of the same category replaces an
+// earlier one.
+//
+// An unknown category or an empty header name is a programming error:
+// [NewHandler] panics, so that a typo cannot leave an API unprotected.
+func WithRestrictedAPI(category, header, value string) Option {
+	return optionFunc(func(c *config) {
+		c.restrictions = append(c.restrictions, restriction{categories: category, header: header, value: value})
+	})
+}
+
+// WithSharedMemory enables Triton's system shared-memory extension
+// (Triton's --allow-client-shm): clients register POSIX shared-memory
+// regions in r and pass tensors through them instead of the request body.
+// Without it register and unregister answer 501 "Client shared memory is
+// disabled...", status lists nothing, and inference requests naming a
+// region are refused. r is not closed by the handler; several handlers
+// (and the gRPC adapter) may share it. The registry type lives in an
+// internal package for now, so only code inside this module can create
+// one.
+//
+// Enabling it lets any client that can reach the handler map shared-memory
+// objects of the server's machine by name (only regular files under
+// /dev/shm; see package sysshm): restrict the shared-memory category with
+// [WithRestrictedAPI] where clients are not trusted.
+func WithSharedMemory(r *sysshm.Registry) Option {
+	return optionFunc(func(c *config) { c.shm = r })
+}
+
+// WithLogger sets the logger for the handler's own events: recovered
+// panics (Error) and failed requests answered with a 5xx status (Debug).
+// Nothing is logged per request by default. The default is zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	})
+}
+
+// WithLogLevel connects the logging extension (GET/POST /v2/logging) to
+// level: a POST sets it to the most verbose level its settings enable
+// (log_verbose_level > 0: Debug; log_info: Info; log_warning: Warn;
+// log_error: Error; none: DPanic), and the initial settings are read from
+// it. The other settings (log_file, log_format, and the exact flags) are
+// stored and reported back, as Triton reports them, but change nothing
+// else. Without this option the settings are only stored.
+func WithLogLevel(level *zap.AtomicLevel) Option {
+	return optionFunc(func(c *config) { c.level = level })
+}
+
+// category is a class of endpoints that WithRestrictedAPI can restrict.
+type category uint8
+
+const (
+	catHealth category = iota
+	catMetadata
+	catInference
+	catSharedMemory
+	catModelConfig
+	catModelRepository
+	catStatistics
+	catTrace
+	catLogging
+	numCategories
+)
+
+var categoryNames = [numCategories]string{
+	catHealth:          "health",
+	catMetadata:        "metadata",
+	catInference:       "inference",
+	catSharedMemory:    "shared-memory",
+	catModelConfig:     "model-config",
+	catModelRepository: "model-repository",
+	catStatistics:      "statistics",
+	catTrace:           "trace",
+	catLogging:         "logging",
+}
+
+// handler serves the KServe v2 / Triton HTTP protocol for one server.
+type handler struct {
+	srv      *triton.Server
+	maxSize  int64
+	restrict [numCategories]*restriction
+	shm      *sysshm.Registry
+	log      *zap.Logger
+	logs     *logSettings
+	traces   *traceSettings
+}
+
+// NewHandler returns an http.Handler serving srv over Triton's HTTP/REST
+// protocol (KServe v2 plus Triton's extensions). It serves the paths under
+// /v2 exactly as Triton does and answers any other path with 404
+// {"error":"Not Found"}; mount it at the root of a server or of a mux
+// pattern that keeps the path (see the package documentation).
+//
+// It panics if an option is invalid (an unknown WithRestrictedAPI
+// category or an empty header name), like http.ServeMux does for a bad
+// pattern. The handler is safe for concurrent use.
+func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
+	if srv == nil {
+		panic("httpapi: NewHandler with a nil server")
+	}
+	c := config{maxSize: DefaultMaxRequestSize, log: zap.NewNop()}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	h := &handler{srv: srv, maxSize: c.maxSize, shm: c.shm, log: c.log}
+	for i := range c.restrictions {
+		r := &c.restrictions[i]
+		if strings.TrimSpace(r.header) == "" {
+			panic(fmt.Sprintf("httpapi: WithRestrictedAPI(%q, %q, ...): empty header name", r.categories, r.header))
+		}
+		for name := range strings.SplitSeq(r.categories, ",") {
+			name = strings.TrimSpace(name)
+			cat := -1
+			for i, n := range categoryNames {
+				if n == name {
+					cat = i
+				}
+			}
+			if cat < 0 {
+				panic(fmt.Sprintf("httpapi: WithRestrictedAPI: unknown category %q (want one of %s)", name, strings.Join(categoryNames[:], ", ")))
+			}
+			h.restrict[cat] = r
+		}
+	}
+	h.logs = newLogSettings(c.level)
+	h.traces = newTraceSettings()
+	return h
+}
+
+// The routes, in the order Triton's HTTP server tries them (protocol spec
+// §1.1). Every pattern must match the whole path.
+var (
+	modelRoute = regexp.MustCompile(`^/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting))?$`)
+	// "/v2" itself is server metadata, tried before this one.
+	healthRoute  = regexp.MustCompile(`^/v2(?:/health/(live|ready))?$`)
+	sysShmRoute  = regexp.MustCompile(`^/v2/systemsharedmemory(?:/region/([^/]+))?/(status|register|unregister)$`)
+	cudaShmRoute = regexp.MustCompile(`^/v2/cudasharedmemory(?:/region/([^/]+))?/(status|register|unregister)$`)
+	repoRoute    = regexp.MustCompile(`^/v2/repository(?:/([^/]+))?/(index|models/([^/]+)/(load|unload))$`)
+)
+
+// ServeHTTP routes a request as Triton does. The path is matched after
+// percent-decoding, so a model name holding "/" (even as %2F) never
+// routes.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer h.recoverPanic(w)
+	p := r.URL.Path
+	switch p {
+	case "/v2/models/stats":
+		h.handleStats(w, r, "", "")
+		return
+	case "/v2/logging":
+		h.handleLogging(w, r)
+		return
+	}
+	if strings.HasPrefix(p, "/v2/models/") {
+		if m := modelRoute.FindStringSubmatch(p); m != nil {
+			model, ver := m[1], m[2]
+			switch m[3] {
+			case "":
+				h.handleModelMetadata(w, r, model, ver)
+				return
+			case "infer":
+				h.handleInfer(w, r, model, ver)
+				return
+			case "generate", "generate_stream":
+				h.handleGenerate(w, r)
+				return
+			case "ready":
+				h.handleModelReady(w, r, model, ver)
+				return
+			case "config":
+				h.handleModelConfig(w, r, model, ver)
+				return
+			case "stats":
+				h.handleStats(w, r, model, ver)
+				return
+			case "trace/setting":
+				// Triton has no per-version trace settings: with a version
+				// the path falls through to 404.
+				if ver == "" {
+					h.handleTrace(w, r, model)
+					return
+				}
+			}
+		}
+	}
+	switch {
+	case p == "/v2":
+		h.handleServerMetadata(w, r)
+		return
+	case strings.HasPrefix(p, "/v2/health/"):
+		if m := healthRoute.FindStringSubmatch(p); m != nil {
+			h.handleHealth(w, r, m[1])
+			return
+		}
+	case strings.HasPrefix(p, "/v2/systemsharedmemory"):
+		if m := sysShmRoute.FindStringSubmatch(p); m != nil {
+			h.handleSystemSharedMemory(w, r, m[1], m[2])
+			return
+		}
+	case strings.HasPrefix(p, "/v2/cudasharedmemory"):
+		if m := cudaShmRoute.FindStringSubmatch(p); m != nil {
+			h.handleCUDASharedMemory(w, r, m[1], m[2])
+			return
+		}
+	case strings.HasPrefix(p, "/v2/repository"):
+		if m := repoRoute.FindStringSubmatch(p); m != nil {
+			if m[2] == "index" {
+				h.handleRepositoryIndex(w, r)
+			} else {
+				h.handleRepositoryControl(w, r, m[1], m[3], m[4])
+			}
+			return
+		}
+	case p == "/v2/trace/setting":
+		h.handleTrace(w, r, "")
+		return
+	}
+	writeErrorStatus(w, http.StatusNotFound, "Not Found")
+}
+
+// recoverPanic turns a panic into a 500 answer (when nothing was written
+// yet) and an Error log, so that one bad request cannot take the
+// connection's other requests with it. http.ErrAbortHandler passes through.
+func (h *handler) recoverPanic(w http.ResponseWriter) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	h.log.Error("httpapi: panic serving a request", zap.Any("panic", v), zap.StackSkip("stack", 2))
+	writeErrorStatus(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", v))
+}
+
+// allowed checks a restricted category's header; when it is missing or
+// wrong it answers 403 and returns false. Triton checks restrictions before
+// methods.
+func (h *handler) allowed(w http.ResponseWriter, r *http.Request, c category) bool {
+	rs := h.restrict[c]
+	if rs == nil {
+		return true
+	}
+	if v := r.Header.Values(rs.header); len(v) > 0 && v[0] == rs.value {
+		return true
+	}
+	writeErrorStatus(w, http.StatusForbidden, "This API is restricted, expecting header '"+rs.header+"'")
+	return false
+}
+
+// method checks the request method; otherwise it answers 405.
+func method(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	for _, m := range allowed {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeErrorStatus(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+	return false
+}
+
+// guard runs the checks every endpoint starts with: restriction, then
+// method.
+func (h *handler) guard(w http.ResponseWriter, r *http.Request, c category, methods ...string) bool {
+	return h.allowed(w, r, c) && method(w, r, methods...)
+}
+
+// parseVersion turns the version segment of a path into a version: "" is
+// the latest ready version (0 for the server). The route admits digits
+// only; a number too large for an int64 and version 0, which cannot exist,
+// are refused with Triton's messages.
+func parseVersion(model, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errorf(triton.InvalidArgument, "failed to get model version from specified version string '%s' (details: stol), version should be an integral value > 0", s)
+	}
+	if v == 0 {
+		return 0, errorf(triton.NotFound, "Request for unknown model: '%s' version 0 is not found", model)
+	}
+	return v, nil
+}

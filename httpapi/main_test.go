@@ -1,0 +1,343 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"go.uber.org/goleak"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/tensor"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// mirror answers every input "INPUTn" with the same tensor as "OUTPUTn",
+// without copying.
+var mirror = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		for _, in := range r.Inputs {
+			out := in
+			out.Name = strings.Replace(in.Name, "INPUT", "OUTPUT", 1)
+			r.SetOutput(out)
+		}
+	}
+	return nil
+})
+
+// addSub computes OUTPUT0 = INPUT0 + INPUT1 and OUTPUT1 = INPUT0 - INPUT1
+// (INT32, Triton's "simple" model).
+var addSub = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		in0, _ := r.Input("INPUT0")
+		in1, _ := r.Input("INPUT1")
+		x, err := tensor.View[int32](in0)
+		if err != nil {
+			return err
+		}
+		y, err := tensor.View[int32](in1)
+		if err != nil {
+			return err
+		}
+		sum, diff := make([]int32, len(x)), make([]int32, len(x))
+		for i := range x {
+			sum[i], diff[i] = x[i]+y[i], x[i]-y[i]
+		}
+		o0, _ := tensor.From("OUTPUT0", in0.Shape, sum)
+		o1, _ := tensor.From("OUTPUT1", in0.Shape, diff)
+		r.SetOutput(o0)
+		r.SetOutput(o1)
+	}
+	return nil
+})
+
+// echoParams answers OUTPUT0 (BYTES [1]) with the request's parameters,
+// sorted, as "k=v(type)" joined by ";".
+var echoParams = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		var parts []string
+		for k, v := range r.Parameters {
+			parts = append(parts, fmt.Sprintf("%s=%v(%T)", k, v, v))
+		}
+		slices.Sort(parts)
+		out, err := tensor.FromStrings("OUTPUT0", tensor.Shape{1}, []string{strings.Join(parts, ";")})
+		if err != nil {
+			return err
+		}
+		r.SetOutput(out)
+	}
+	return nil
+})
+
+// blocker waits for its request's context to end and reports it.
+type blocker struct {
+	started chan struct{}
+	ended   chan error
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan struct{}, 16), ended: make(chan error, 16)}
+}
+
+func (bl *blocker) backend() backend.Func {
+	return func(ctx context.Context, b *backend.Batch) error {
+		bl.started <- struct{}{}
+		<-ctx.Done()
+		bl.ended <- ctx.Err()
+		return ctx.Err()
+	}
+}
+
+// dtypes are the configuration names of the datatypes, and their protocol
+// names.
+var dtypes = []struct{ config, wire string }{
+	{"TYPE_BOOL", "BOOL"}, {"TYPE_UINT8", "UINT8"}, {"TYPE_UINT16", "UINT16"}, {"TYPE_UINT32", "UINT32"},
+	{"TYPE_UINT64", "UINT64"}, {"TYPE_INT8", "INT8"}, {"TYPE_INT16", "INT16"}, {"TYPE_INT32", "INT32"},
+	{"TYPE_INT64", "INT64"}, {"TYPE_FP16", "FP16"}, {"TYPE_FP32", "FP32"}, {"TYPE_FP64", "FP64"},
+	{"TYPE_STRING", "BYTES"}, {"TYPE_BF16", "BF16"},
+}
+
+// identityConfig is a model answering OUTPUT0 = INPUT0 of one datatype.
+func identityConfig(name, dt string, maxBatch int) string {
+	return fmt.Sprintf(`
+name: %q
+backend: "mirror"
+max_batch_size: %d
+input [ { name: "INPUT0" data_type: %s dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: %s dims: [ -1 ] } ]
+`, name, maxBatch, dt, dt)
+}
+
+const simpleConfig = `
+name: "simple"
+backend: "addsub"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+`
+
+const paramsConfig = `
+name: "params"
+backend: "params"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]
+`
+
+const decoupledConfig = `
+name: "decoupled"
+backend: "mirror"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+model_transaction_policy { decoupled: true }
+`
+
+const batchedConfig = `
+name: "batched"
+backend: "mirror"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+dynamic_batching { }
+`
+
+// repo returns the standard test repository: simple, params, decoupled,
+// batched, and id_<wire> (batching) and nb_<wire> (not batching) identity
+// models of every datatype, all with a version 1.
+func repo() map[string]string {
+	files := map[string]string{
+		"simple/config.pbtxt":    simpleConfig,
+		"simple/1/model":         "",
+		"params/config.pbtxt":    paramsConfig,
+		"params/1/model":         "",
+		"decoupled/config.pbtxt": decoupledConfig,
+		"decoupled/1/model":      "",
+		"batched/config.pbtxt":   batchedConfig,
+		"batched/1/model":        "",
+	}
+	for _, d := range dtypes {
+		for _, m := range []struct {
+			prefix string
+			batch  int
+		}{{"id_", 8}, {"nb_", 0}} {
+			name := m.prefix + d.wire
+			files[name+"/config.pbtxt"] = identityConfig(name, d.config, m.batch)
+			files[name+"/1/model"] = ""
+		}
+	}
+	return files
+}
+
+func mapFS(files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for name, content := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(content)}
+	}
+	return fsys
+}
+
+// backends are the Go backends of the test repositories.
+func backends(extra ...triton.Option) []triton.Option {
+	return append([]triton.Option{
+		triton.WithBackend("mirror", mirror),
+		triton.WithBackend("addsub", addSub),
+		triton.WithBackend("params", echoParams),
+	}, extra...)
+}
+
+// newServer starts a server over an in-memory repository and closes it
+// when the test ends.
+func newServer(t testing.TB, files map[string]string, opts ...triton.Option) *triton.Server {
+	t.Helper()
+	srv, err := triton.New(append([]triton.Option{triton.WithRepository(mapFS(files))}, backends(opts...)...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return srv
+}
+
+// fixture is a handler over the standard repository.
+type fixture struct {
+	t   testing.TB
+	srv *triton.Server
+	h   http.Handler
+}
+
+func newFixture(t testing.TB, opts ...httpapi.Option) *fixture {
+	t.Helper()
+	srv := newServer(t, repo())
+	return &fixture{t: t, srv: srv, h: httpapi.NewHandler(srv, opts...)}
+}
+
+// req is an HTTP request to send to a handler.
+type req struct {
+	method, path string
+	body         []byte
+	header       map[string]string
+}
+
+func (f *fixture) do(r req) *httptest.ResponseRecorder {
+	f.t.Helper()
+	return serve(f.h, r)
+}
+
+func serve(h http.Handler, r req) *httptest.ResponseRecorder {
+	if r.method == "" {
+		r.method = http.MethodGet
+		if r.body != nil {
+			r.method = http.MethodPost
+		}
+	}
+	hr := httptest.NewRequest(r.method, r.path, bytes.NewReader(r.body))
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, hr)
+	return rec
+}
+
+func (f *fixture) get(path string) *httptest.ResponseRecorder {
+	f.t.Helper()
+	return f.do(req{method: http.MethodGet, path: path})
+}
+
+func (f *fixture) post(path, body string) *httptest.ResponseRecorder {
+	f.t.Helper()
+	return f.do(req{method: http.MethodPost, path: path, body: []byte(body)})
+}
+
+// wantStatus fails unless rec has status code.
+func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, code int) {
+	t.Helper()
+	if rec.Code != code {
+		t.Fatalf("status %d, want %d; body %s", rec.Code, code, rec.Body.String())
+	}
+}
+
+// wantError fails unless rec is {"error": msg} with msg holding every part,
+// with status code.
+func wantError(t testing.TB, rec *httptest.ResponseRecorder, code int, parts ...string) {
+	t.Helper()
+	wantStatus(t, rec, code)
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type %q, want application/json", ct)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	msg, ok := body["error"].(string)
+	if !ok || len(body) != 1 {
+		t.Fatalf("error body %s is not {\"error\": string}", rec.Body.String())
+	}
+	for _, p := range parts {
+		if !strings.Contains(msg, p) {
+			t.Errorf("error %q does not contain %q", msg, p)
+		}
+	}
+}
+
+// wantBody fails unless rec is 200 with exactly body.
+func wantBody(t testing.TB, rec *httptest.ResponseRecorder, body string) {
+	t.Helper()
+	wantStatus(t, rec, http.StatusOK)
+	if got := rec.Body.String(); got != body {
+		t.Fatalf("body\n got %s\nwant %s", got, body)
+	}
+}
+
+// decode parses a JSON body into v.
+func decode(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("body %q: %v", b, err)
+	}
+}
+
+// binaryBody frames a JSON header and binary blobs as the binary tensor
+// extension does, returning the body and the header length.
+func binaryBody(header string, blobs ...[]byte) ([]byte, string) {
+	b := []byte(header)
+	for _, blob := range blobs {
+		b = append(b, blob...)
+	}
+	return b, fmt.Sprint(len(header))
+}
+
+// splitBinary splits a binary response into its JSON header and the rest.
+func splitBinary(t testing.TB, rec *httptest.ResponseRecorder) (map[string]any, []byte) {
+	t.Helper()
+	n := 0
+	if _, err := fmt.Sscan(rec.Header().Get("Inference-Header-Content-Length"), &n); err != nil {
+		t.Fatalf("no Inference-Header-Content-Length: %v (body %q)", err, rec.Body.Bytes())
+	}
+	body := rec.Body.Bytes()
+	var hdr map[string]any
+	decode(t, body[:n], &hdr)
+	return hdr, body[n:]
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/sysshm"
+)
+
+// Shared header values of the hot path (net/http only reads them).
+var (
+	octetStream     = []string{"application/octet-stream"}
+	applicationJSON = []string{"application/json"}
+)
+
+// writeInferResponse answers an inference: the JSON header (key order as
+// Triton's: id, model_name, model_version, outputs), then the binary
+// outputs in output order. Outputs to shared memory are written into their
+// regions and listed without data. The body is compressed when the
+// client's Accept-Encoding asks for it.
+func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, call *inferCall, resp *triton.InferResponse) error {
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	if resp.ID != "" {
+		b = append(b, `"id":`...)
+		b = appendJSONString(b, resp.ID)
+		b = append(b, ',')
+	}
+	b = append(b, `"model_name":`...)
+	b = appendJSONString(b, resp.Model)
+	b = append(b, `,"model_version":"`...)
+	b = strconv.AppendInt(b, resp.Version, 10)
+	b = append(b, `","outputs":[`...)
+	var bins [][]byte
+	binSize := 0
+	for i, out := range resp.Outputs {
+		spec := call.output(out.Name)
+		t := out
+		if spec.classes > 0 {
+			var err error
+			if t, err = classify(out, spec.classes, call.maxBatch > 0); err != nil {
+				return err
+			}
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, t.Name)
+		b = append(b, `,"datatype":`...)
+		b = appendJSONString(b, t.DataType.String())
+		b = append(b, `,"shape":[`...)
+		for j, d := range t.Shape {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, d, 10)
+		}
+		b = append(b, ']')
+		switch spec.kind {
+		case kindSHM:
+			if len(t.Data) > len(spec.shm) {
+				return errorf(triton.Internal, "shared memory size specified with the request for output '%s' (%d bytes) should be at least %d bytes to hold the results",
+					t.Name, len(spec.shm), len(t.Data))
+			}
+			if _, err := sysshm.Copy(spec.shm, t.Data); err != nil {
+				return shmError(err)
+			}
+		case kindBinary:
+			b = append(b, `,"parameters":{"binary_data_size":`...)
+			b = strconv.AppendInt(b, int64(len(t.Data)), 10)
+			b = append(b, '}')
+			if len(t.Data) > 0 {
+				bins = append(bins, t.Data)
+				binSize += len(t.Data)
+			}
+		default:
+			b = append(b, `,"data":`...)
+			var err error
+			if b, err = appendJSONData(b, t); err != nil {
+				return err
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+
+	hdr := w.Header()
+	if len(bins) > 0 {
+		hdr["Content-Type"] = octetStream
+		hdr[headerLengthHeader] = []string{strconv.Itoa(len(b))}
+	} else {
+		hdr["Content-Type"] = applicationJSON
+	}
+	if enc := responseEncoding(r); enc != "identity" {
+		if z, err := compress(enc, append([][]byte{b}, bins...)...); err == nil {
+			hdr.Set("Content-Encoding", enc)
+			hdr.Set("Content-Length", strconv.Itoa(len(z)))
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(z)
+			return nil
+		}
+		// As Triton: a response that fails to compress goes out as it is.
+	}
+	hdr["Content-Length"] = []string{strconv.Itoa(len(b) + binSize)}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(b); err != nil {
+		return nil // the client is gone; nothing to answer
+	}
+	for _, d := range bins {
+		if _, err := w.Write(d); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
