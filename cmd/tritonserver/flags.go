@@ -42,7 +42,7 @@ type config struct {
 
 // restrictedAPI is one --http-restricted-api=<categories>:<key>=<value>.
 type restrictedAPI struct {
-	categories  []string
+	categories []string
 	key, value string
 }
 
