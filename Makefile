@@ -37,6 +37,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFileData$$' -fuzztime 30000x ./warmup
 	$(GO) test -run '^$$' -fuzz '^FuzzSelectVersions$$' -fuzztime 30000x ./repository
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckFraming$$' -fuzztime 30000x ./cgo/ortrun
+	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 30000x ./httpapi
 
 # Benchmarks behind docs/performance.md.
 bench: deps

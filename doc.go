@@ -11,13 +11,29 @@
 // `<model>/<version>/...`, parsed by package repository) names, for every
 // model, a backend (package backend: ONNX Runtime, Go functions, ...). For
 // each version its version policy selects, the server asks the backend to
-// load the model and to create one instance per instance_group instance;
-// each instance is driven by its own worker goroutine. [Server.Infer]
-// validates a request against the model configuration (inputs, datatypes,
-// shapes, byte sizes, BYTES framing), hands it to the first free instance
-// and returns the outputs the backend produced, checked against the
-// configuration too. Models are published in an immutable table read
-// without locks on the request path.
+// load the model and to create one instance per instance_group instance.
+// [Server.Infer] validates a request against the model configuration
+// (inputs, datatypes, shapes, byte sizes, BYTES framing), takes the first
+// free instance and runs the backend on the caller's goroutine (there are
+// no per-instance worker goroutines to hand requests to), then checks the
+// outputs against the configuration too. With dynamic_batching, concurrent
+// requests queue in package batcher and the first request of each batch
+// runs it for all of them. Models are published in an immutable table read
+// without locks on the request path; a reload builds the new versions
+// completely before publishing them and retires the old ones once their
+// requests are done.
+//
+// # Entry points
+//
+//   - [New] with options ([WithModelRepository], [WithBackend],
+//     [WithModelControl], [WithResponseCache], [WithRateLimiter], ...).
+//   - [Server.Infer] from any number of goroutines.
+//   - [Server.Live], [Server.Ready], [Server.ModelReady] for probes;
+//     [Server.Metadata], [Server.ModelMetadata], [Server.ModelConfig],
+//     [Server.ModelSummary] and [Server.Labels] describe what is loaded.
+//   - [Server.Load], [Server.Unload] and [Server.Index] manage models;
+//     [Server.Stats] and [WithObserver] report on them.
+//   - [Server.Shutdown] and [Server.Close] end it.
 //
 // # Errors
 //

@@ -138,6 +138,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	if err := repository.Validate(md.ConfigPath(), cfg, repository.ValidateOptions{ModelName: md.Name, KnownModel: known}); err != nil {
 		return nil, withCode(InvalidArgument, err)
 	}
+	labels, err := readLabels(md.FS, cfg)
+	if err != nil {
+		return nil, withCode(InvalidArgument, err)
+	}
 	m, err := safeCall(func() (backend.Model, error) { return b.Load(ctx, spec) })
 	if err != nil {
 		return nil, err
@@ -147,6 +151,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	}
 	v := newVersion(md.Name, n, cfg, name, m, log)
 	v.observers = s.opts.observers
+	v.labels = labels
 	if s.cache != nil && cfg.GetResponseCache().GetEnable() {
 		v.cache = s.cache
 	}

@@ -201,6 +201,10 @@ input [ { name: "A" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "A" data_type: T
 			[]string{"failed to load 'm'", "backend panic"}},
 		{"instance error", map[string]string{"m/config.pbtxt": `backend: "noinstance"`, "m/1/x": ""},
 			[]string{"failed to load 'm'", "out of memory"}},
+		{"missing label file", map[string]string{"m/config.pbtxt": `backend: "gofunc" output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] label_filename: "labels.txt" } ]`, "m/1/x": ""},
+			[]string{"output 'OUTPUT0': label_filename", "labels.txt"}},
+		{"label file outside the model", map[string]string{"m/config.pbtxt": `backend: "gofunc" output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] label_filename: "../good/1/x" } ]`, "m/1/x": ""},
+			[]string{"label_filename '../good/1/x' must be a relative path inside the model folder"}},
 		{"gpu group without gpu", map[string]string{"m/config.pbtxt": `backend: "gofunc" instance_group [ { kind: KIND_GPU } ]`, "m/1/x": ""},
 			[]string{"KIND_GPU"}},
 	}

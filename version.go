@@ -69,6 +69,7 @@ type version struct {
 	stats     *counters
 	observers []Observer
 	cache     *responsecache.Cache // nil: the version does not cache
+	labels    map[string][]string  // output name → class labels (label_filename)
 
 	stopOnce  sync.Once
 	closeOnce sync.Once

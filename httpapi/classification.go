@@ -17,14 +17,12 @@ const maxClassElements = 1_000_000
 
 // classify replaces an output by its top k classes (classification
 // extension, protocol spec §1.8): a BYTES tensor of "<value>:<index>"
-// strings, highest value first, of shape [batch, k'] for a batching model
+// strings, highest value first (":<label>" appended when the output's
+// label_filename has a line for the index), of shape [batch, k'] for a batching model
 // ([k'] otherwise), k' = min(k, elements per batch item). Values print as
 // C++'s std::to_string does (floats with 6 decimals); index is the
 // position in the batch item's flattened tensor; ties keep index order.
-//
-// Triton appends ":<label>" from the output's label_filename; the server
-// API gives adapters no access to label files, so no labels are added.
-func classify(t tensor.Tensor, k uint64, batching bool) (tensor.Tensor, error) {
+func classify(t tensor.Tensor, k uint64, batching bool, labels []string) (tensor.Tensor, error) {
 	switch t.DataType {
 	case tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64,
 		tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64, tensor.FP32, tensor.FP64:
@@ -101,6 +99,10 @@ func classify(t tensor.Tensor, k uint64, batching bool) (tensor.Tensor, error) {
 			}
 			s = append(s, ':')
 			s = strconv.AppendInt(s, c.idx, 10)
+			if c.idx < int64(len(labels)) {
+				s = append(s, ':')
+				s = append(s, labels[c.idx]...)
+			}
 			out = tensor.AppendElement(out, s)
 		}
 	}

@@ -100,8 +100,8 @@
 //   - JSON output doubles print as rapidjson prints them ("1.0",
 //     "1.100000023841858"); NaN and infinities, which rapidjson cannot
 //     write, are written as NaN, Infinity and -Infinity.
-//   - Classification results carry no labels: the server API gives
-//     adapters no access to an output's label_filename.
+//   - A label file's lines lose a trailing carriage return, so label
+//     files written on Windows give the same classification strings.
 //   - Inputs in shared memory are copied out of the region before the
 //     inference (outputs are written into it): a backend reading the
 //     client's memory directly would crash the process if the client

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 // DefaultMaxRequestSize is the default of [WithMaxRequestSize]: 64 MiB, the

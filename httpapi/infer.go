@@ -9,8 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/internal/sysshm"
-	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/sysshm"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -77,12 +76,12 @@ func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, ver
 		h.writeError(w, err)
 		return
 	}
-	cfg, err := h.srv.ModelConfig(model, ver)
+	sum, err := h.srv.ModelSummary(model, ver)
 	if err != nil {
 		h.writeError(w, err)
 		return
 	}
-	if cfg.GetModelTransactionPolicy().GetDecoupled() {
+	if sum.Decoupled {
 		h.writeError(w, errorf(triton.Unsupported, "HTTP end point doesn't support models with decoupled transaction policy"))
 		return
 	}
@@ -98,10 +97,10 @@ func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, ver
 	}
 	defer b.release()
 
-	call := &inferCall{model: model, maxBatch: cfg.GetMaxBatchSize()}
-	call.req.Model, call.req.Version = model, ver
+	call := &inferCall{model: model, maxBatch: sum.MaxBatchSize}
+	call.req.Model, call.req.Version = model, sum.Version
 	defer call.release()
-	if err := h.parseInfer(call, r, b.data, headerLen, cfg); err != nil {
+	if err := h.parseInfer(call, r, b.data, headerLen); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -135,7 +134,7 @@ func headerLength(r *http.Request) (int, error) {
 // parseInfer decodes an inference request body into call: a JSON header of
 // headerLen bytes (-1: all of it) followed by binary tensors, or (header
 // length 0) the raw bytes of the model's only input.
-func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, headerLen int, cfg *modelconfig.ModelConfig) error {
+func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, headerLen int) error {
 	if headerLen > len(data) {
 		return errorf(triton.InvalidArgument, "inference header size should be in range (0, %d), got: %s", len(data), r.Header.Get(headerLengthHeader))
 	}
@@ -143,7 +142,7 @@ func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, head
 		headerLen = len(data)
 	}
 	if headerLen == 0 {
-		return h.parseRawInput(call, data, cfg)
+		return h.parseRawInput(call, data)
 	}
 	root, err := parseJSON(data[:headerLen])
 	if err != nil {
@@ -490,7 +489,11 @@ func (h *handler) parseOutputs(call *inferCall, v jval) error {
 // dimension), a BYTES input is one element holding the whole body; a
 // batching model gets it as a batch of one. Every output is returned in
 // binary.
-func (h *handler) parseRawInput(call *inferCall, data []byte, cfg *modelconfig.ModelConfig) error {
+func (h *handler) parseRawInput(call *inferCall, data []byte) error {
+	cfg, err := h.srv.ModelConfig(call.model, call.req.Version)
+	if err != nil {
+		return err
+	}
 	inputs := cfg.GetInput()
 	if len(inputs) != 1 {
 		return errorf(triton.InvalidArgument, "raw input (%s: 0) needs a model with exactly 1 input, but model '%s' has %d", headerLengthHeader, call.model, len(inputs))

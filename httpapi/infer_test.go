@@ -361,6 +361,9 @@ func TestInferClassification(t *testing.T) {
 	// Integers print as integers.
 	wantBody(t, f.post(inferPath("nb_INT32"), `{"inputs":[{"name":"INPUT0","shape":[3],"datatype":"INT32","data":[-5,10,3]}],"outputs":[{"name":"OUTPUT0","parameters":{"classification":1}}]}`),
 		`{"model_name":"nb_INT32","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"BYTES","shape":[1],"data":["10:1"]}]}`)
+	// Labels from label_filename; class 3 has no line, so no label.
+	wantBody(t, f.post(inferPath("labeled"), classify("labeled", "[4]", "[0.1,3.3,2.2,4.4]", "4", false)),
+		`{"model_name":"labeled","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"BYTES","shape":[4],"data":["4.400000:3","3.300000:1:dog","2.200000:2:","0.100000:0:cat"]}]}`)
 	// Binary classification: BYTES framing.
 	rec := f.post(inferPath("nb_FP32"), classify("nb_FP32", "[2]", "[1,2]", "1", true))
 	wantStatus(t, rec, 200)

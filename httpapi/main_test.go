@@ -158,8 +158,16 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 dynamic_batching { }
 `
 
+const labeledConfig = `
+name: "labeled"
+backend: "mirror"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] label_filename: "labels.txt" } ]
+`
+
 // repo returns the standard test repository: simple, params, decoupled,
-// batched, and id_<wire> (batching) and nb_<wire> (not batching) identity
+// batched, labeled (classes 0-2 named cat, dog and ""), and id_<wire> (batching) and nb_<wire> (not batching) identity
 // models of every datatype, all with a version 1.
 func repo() map[string]string {
 	files := map[string]string{
@@ -171,6 +179,9 @@ func repo() map[string]string {
 		"decoupled/1/model":      "",
 		"batched/config.pbtxt":   batchedConfig,
 		"batched/1/model":        "",
+		"labeled/config.pbtxt":   labeledConfig,
+		"labeled/labels.txt":     "cat\r\ndog\n\n",
+		"labeled/1/model":        "",
 	}
 	for _, d := range dtypes {
 		for _, m := range []struct {

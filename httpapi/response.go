@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 // Shared header values of the hot path (net/http only reads them).
@@ -38,8 +38,11 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 		spec := call.output(out.Name)
 		t := out
 		if spec.classes > 0 {
-			var err error
-			if t, err = classify(out, spec.classes, call.maxBatch > 0); err != nil {
+			labels, err := h.srv.Labels(call.model, resp.Version, out.Name)
+			if err != nil {
+				return err
+			}
+			if t, err = classify(out, spec.classes, call.maxBatch > 0, labels); err != nil {
 				return err
 			}
 		}

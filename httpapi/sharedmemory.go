@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 // errSHMDisabled answers shared-memory calls when [WithSharedMemory] was

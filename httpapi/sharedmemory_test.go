@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/triton-go/triton/httpapi"
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 func TestSharedMemoryDisabled(t *testing.T) {

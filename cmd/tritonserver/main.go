@@ -37,9 +37,9 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/httpapi"
-	"github.com/triton-go/triton/internal/sysshm"
 	"github.com/triton-go/triton/metrics"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/sysshm"
 	"github.com/triton-go/triton/tensor"
 )
 

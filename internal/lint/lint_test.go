@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"ratelimit":     {},
 	"warmup":        {"tensor", "modelconfig"},
 	"responsecache": {"tensor"},
+	"sysshm":        {},
 }
 
 // rootForbidden are imports the root package must never have: wire

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 const dir = "/dev/shm"

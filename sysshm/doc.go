@@ -2,9 +2,10 @@
 // system_shared_memory extension, protocol §1.11): clients create a POSIX
 // shared-memory object, register a byte range of it under a region name, and
 // then pass tensors by reference (shared_memory_region, _offset, _byte_size
-// parameters) instead of in the request body. The HTTP and gRPC adapters own
-// one [Registry] per server and share it, since both protocols see the same
-// regions. It imports nothing of this module.
+// parameters) instead of in the request body. An application makes one
+// [Registry] per server and hands it to each adapter it runs (for HTTP,
+// httpapi.WithSharedMemory), so that every protocol sees the same regions.
+// It imports nothing of this module.
 //
 // # Entry points
 //

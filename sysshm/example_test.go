@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 // Example plays both sides: a client that creates a POSIX shared-memory

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/triton-go/triton/internal/sysshm"
+	"github.com/triton-go/triton/sysshm"
 )
 
 func TestRegisterReadWrite(t *testing.T) {
