@@ -206,3 +206,46 @@ func BenchmarkResponseCache(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEnsembleOverhead measures what the ensemble scheduler adds to a
+// chain of three no-op steps, against the same three requests made one
+// after another by hand. The difference is the scheduler's cost per request.
+// Run: go test -run '^$' -bench EnsembleOverhead -benchmem .
+func BenchmarkEnsembleOverhead(b *testing.B) {
+	chain := `platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling { step [
+  { model_name: "noop" input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "T1" } },
+  { model_name: "noop" input_map { key: "INPUT0" value: "T1" } output_map { key: "OUTPUT0" value: "T2" } },
+  { model_name: "noop" input_map { key: "INPUT0" value: "T2" } output_map { key: "OUTPUT0" value: "OUT" } }
+] }`
+	srv := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": "", "chain/config.pbtxt": chain, "chain/1/x": ""},
+		triton.WithBackend("noop", noop))
+	in, _ := tensor.From("IN", tensor.Shape{1, 16}, make([]float32, 16))
+	ctx := context.Background()
+	b.Run("ensemble", func(b *testing.B) {
+		req := &triton.InferRequest{Model: "chain", Inputs: []tensor.Tensor{in}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("by-hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			x := in
+			for range 3 {
+				x.Name = "INPUT0"
+				resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{x}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				x = resp.Outputs[0]
+			}
+		}
+	})
+}

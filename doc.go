@@ -18,7 +18,12 @@
 // no per-instance worker goroutines to hand requests to), then checks the
 // outputs against the configuration too. With dynamic_batching, concurrent
 // requests queue in package batcher and the first request of each batch
-// runs it for all of them. Models are published in an immutable table read
+// runs it for all of them. An ensemble (platform "ensemble") is a model
+// like the others, run by package ensemble: each of its steps is an
+// ordinary request to a composing model, so that model's batcher applies.
+// Every model gets a [backend.Caller] at load ([backend.ModelSpec]) through
+// which a Go backend calls other models (Triton's BLS); the ensemble
+// scheduler uses the same one. Models are published in an immutable table read
 // without locks on the request path; a reload builds the new versions
 // completely before publishing them and retires the old ones once their
 // requests are done.

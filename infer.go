@@ -3,82 +3,19 @@ package triton
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
 
-// InferRequest is one inference request. The zero value of every optional
-// field means "not given".
-//
-// Ownership: the input tensors (and their Data) are borrowed until Infer
-// returns; the server never retains them and never writes to them.
-type InferRequest struct {
-	// Model is the model name. Required.
-	Model string
-	// Version is the model version; 0 lets the version policy choose (the
-	// highest-numbered ready version).
-	Version int64
-	// ID is echoed in the response and in errors about the request.
-	ID string
-	// Inputs are the input tensors, each named as in the model configuration.
-	// For a batching model (max_batch_size > 0) every input's first dimension
-	// is the batch size, the same for all inputs.
-	Inputs []tensor.Tensor
-	// Outputs names the outputs to return; empty means all of them.
-	Outputs []string
-	// Parameters are request parameters passed to the backend. Values must
-	// be bool, int64, uint64, float64 or string.
-	Parameters map[string]any
-	// Priority is the request's priority level for models whose dynamic
-	// batcher has priority levels (1 is highest); 0 means the model's
-	// default. A level the model does not have is InvalidArgument.
-	Priority uint64
-	// Timeout is the request's queue-policy timeout (Triton's "timeout"
-	// request parameter): while it waits in a dynamic batcher's queue, the
-	// request is rejected (or, under a DELAY policy, moved back) once it has
-	// waited this long. It can only shorten the policy's non-zero default,
-	// and only where the policy has allow_timeout_override; asking for one
-	// elsewhere is InvalidArgument. 0 means the policy's default. Deadlines
-	// come from ctx, not from this field.
-	Timeout time.Duration
-	// SequenceID is the correlation ID of a stateful model's sequence
-	// (Triton's sequence_id; 0 means none), SequenceIDString the same as a
-	// string (a non-empty one takes precedence). SequenceStart and
-	// SequenceEnd flag the first and last request of the sequence. Models
-	// without sequence batching ignore all four.
-	SequenceID       uint64
-	SequenceIDString string
-	SequenceStart    bool
-	SequenceEnd      bool
-}
+// InferRequest is one inference request; see [backend.InferRequest]. It is
+// defined in package backend so that backends can call other models (see
+// [backend.Caller]) without importing this package.
+type InferRequest = backend.InferRequest
 
-// InferResponse is the answer to an [InferRequest].
-//
-// Ownership: the output tensors belong to the caller. Their Data may be a
-// view into a buffer the backend produced for a whole batch, so an output
-// is not guaranteed to be the only reference to that memory; never write to
-// one output expecting the others to stay unchanged.
-type InferResponse struct {
-	// Model and Version name the model version that ran the request.
-	Model   string
-	Version int64
-	// ID is the request's ID.
-	ID string
-	// Outputs are the output tensors, in the order the backend produced them.
-	Outputs []tensor.Tensor
-}
-
-// Output returns the output named name.
-func (r *InferResponse) Output(name string) (tensor.Tensor, bool) {
-	for i := range r.Outputs {
-		if r.Outputs[i].Name == name {
-			return r.Outputs[i], true
-		}
-	}
-	return tensor.Tensor{}, false
-}
+// InferResponse is the answer to an [InferRequest]; see
+// [backend.InferResponse].
+type InferResponse = backend.InferResponse
 
 // Infer runs one inference request and waits for its answer. It is safe
 // for concurrent use; concurrent requests to a model run on its instances in
@@ -134,6 +71,8 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	c := callPool.Get().(*call)
 	r := &c.req
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
+	r.Priority, r.Timeout = req.Priority, req.Timeout
+	r.SequenceID, r.SequenceIDString, r.SequenceStart, r.SequenceEnd = req.SequenceID, req.SequenceIDString, req.SequenceStart, req.SequenceEnd
 	r.Inputs = req.Inputs
 	if v.sig.reshapes {
 		r.Inputs = v.reshapeInputs(c, req.Inputs)

@@ -103,11 +103,16 @@ func (s *Server) Unload(ctx context.Context, model string, opts *UnloadOptions) 
 		unlock()
 		return &Error{Code: NotFound, Model: model, Err: fmt.Errorf("failed to unload '%s': the model is not loaded", model)}
 	}
+	var cfg *modelconfig.ModelConfig
+	if opts != nil && opts.Dependents && len(e.versions) > 0 {
+		cfg = e.versions[0].cfg
+	}
 	done := make(chan struct{})
 	s.bg.Go(func() {
 		defer close(done)
-		defer unlock()
 		s.unloadLocked(model)
+		unlock()
+		s.unloadComposing(cfg)
 	})
 	select {
 	case <-done:
@@ -275,9 +280,7 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		}
 		return built
 	})
-	if s.cache != nil {
-		s.cache.Purge(name) // answers of the model as it was must not outlive it
-	}
+	s.purge(name) // answers of the model as it was must not outlive it
 	s.retire(old)
 	if len(old) > 0 {
 		s.log.Info("model reloaded", zap.String("model", name), zap.Int("versions", len(built.versions)))
@@ -317,9 +320,7 @@ func (s *Server) unloadLocked(name string) {
 		}
 	}
 	s.update(name, func(*modelEntry) *modelEntry { return &modelEntry{name: name, state: stateUnloaded} })
-	if s.cache != nil {
-		s.cache.Purge(name)
-	}
+	s.purge(name)
 	s.log.Info("model unloaded", zap.String("model", name))
 }
 

@@ -40,6 +40,12 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 		fail(0, InvalidArgument, err)
 		return e
 	}
+	if name == ensembleBackend {
+		if err := s.loadComposing(ctx, cfg); err != nil {
+			fail(0, CodeOf(err), err)
+			return e
+		}
+	}
 	versions := repository.SelectVersions(cfg.GetVersionPolicy(), md.Versions)
 	if len(versions) == 0 {
 		fail(0, InvalidArgument, fmt.Errorf("at least one version must be available under the version policy of model '%s'", md.Name))
@@ -97,8 +103,8 @@ func (s *Server) readConfig(md repository.ModelDir, override *modelconfig.ModelC
 // resolveBackend finds the backend that serves cfg.
 func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (string, backend.Backend, error) {
 	name := cfg.GetBackend()
-	if cfg.GetPlatform() == "ensemble" {
-		name = "ensemble"
+	if cfg.GetPlatform() == ensembleBackend {
+		name = ensembleBackend
 	}
 	if name == "" && cfg.GetPlatform() != "" {
 		return "", nil, fmt.Errorf("%s: platform: unknown platform '%s' for model '%s'; name a backend with 'backend' instead", path, cfg.GetPlatform(), cfg.GetName())
@@ -125,7 +131,8 @@ func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (stri
 func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
 	began := time.Now()
 	cfg := proto.CloneOf(base)
-	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log}
+	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log,
+		Caller: &caller{s: s, model: md.Name}}
 	if !s.opts.strictConfig {
 		completed, err := safeCall(func() (bool, error) { return backend.CompleteConfig(ctx, b, spec) })
 		if err != nil {
@@ -175,6 +182,17 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 				return nil, withCode(InvalidArgument, fmt.Errorf("instance group %s: rate_limiter: %w", g.GetName(), err))
 			}
 		}
+	}
+	if name == ensembleBackend {
+		// An ensemble has no instance groups: its one instance runs every
+		// request, concurrently (see ensemble.Backend).
+		ispec := backend.InstanceSpec{Name: md.Name + "_0", Group: &modelconfig.ModelInstanceGroup{Name: md.Name, Count: 1, Kind: modelconfig.ModelInstanceGroup_KIND_CPU}, Kind: modelconfig.ModelInstanceGroup_KIND_CPU, DeviceID: -1}
+		inst, err := newInstance(ctx, m, ispec)
+		if err != nil {
+			_ = v.close(ErrServerClosed)
+			return nil, err
+		}
+		v.pool, v.shared = []*slot{{spec: ispec, inst: inst}}, true
 	}
 	if v.activeInstances() == 0 {
 		_ = v.close(ErrServerClosed)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/ensemble"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/responsecache"
@@ -147,6 +148,9 @@ func NewFromDir(dir string, opts ...Option) (*Server, error) {
 // backendFor returns the backend named name: the server's own first, then
 // the process-wide registry.
 func (s *Server) backendFor(name string) (backend.Backend, bool) {
+	if name == ensembleBackend {
+		return ensemble.Backend{}, true
+	}
 	if b, ok := s.opts.backends[name]; ok {
 		return b, true
 	}

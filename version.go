@@ -61,6 +61,9 @@ type version struct {
 	aborted atomic.Pointer[error]
 	live    atomic.Int32 // active instances still usable
 	pool    []*slot      // every instance, including passive ones
+	// shared: the version has one instance, safe for concurrent Execute
+	// calls, that every request uses without taking it (ensembles).
+	shared bool
 
 	dyn     *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
 	ordered bool                           // preserve_ordering
@@ -127,7 +130,8 @@ var callPool = sync.Pool{New: func() any {
 func putCall(c *call) {
 	c.ctx, c.work, c.seq, c.ran = nil, nil, 0, timing{}
 	c.req.Reset()
-	c.req.Inputs, c.req.RequestedOutputs, c.req.Parameters, c.req.ID = nil, nil, nil, ""
+	// run sets every field again; dropping the references is for the GC.
+	c.req.Inputs, c.req.RequestedOutputs, c.req.Parameters, c.req.ID, c.req.SequenceIDString = nil, nil, nil, "", ""
 	clear(c.in)
 	c.in = c.in[:0]
 	c.batch.Reset(false, nil)
@@ -169,6 +173,9 @@ type taken struct {
 // take waits for a free instance. It fails when ctx ends or the version
 // stops first. A request that has to wait counts as pending meanwhile.
 func (v *version) take(ctx context.Context, c *counters) (taken, error) {
+	if v.shared {
+		return taken{slot: v.pool[0]}, nil
+	}
 	select {
 	case s := <-v.idle:
 		return taken{slot: s}, nil
@@ -190,6 +197,9 @@ func (v *version) take(ctx context.Context, c *counters) (taken, error) {
 // is replaced first; one that cannot be replaced is gone, and when the last
 // one goes the version stops.
 func (v *version) put(s *slot, healthy bool) {
+	if v.shared {
+		return // a shared instance keeps no state a panic could have broken
+	}
 	if healthy || v.restart(s) {
 		if v.dyn != nil {
 			v.dyn.Release(s) // may start the next batch on this goroutine

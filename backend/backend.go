@@ -72,6 +72,10 @@ type ModelSpec struct {
 	// Logger is the server's logger with the model name and version attached.
 	// It is never nil.
 	Logger *zap.Logger
+	// Caller runs requests on the server's other models, bound to this
+	// model version for cycle detection. The server always sets it; it is
+	// nil only where a ModelSpec is built by hand (tests).
+	Caller Caller
 }
 
 // VersionFS returns the version folder of the model, such as "<model>/3".

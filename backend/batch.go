@@ -30,6 +30,16 @@ type Request struct {
 	// BatchSize is the number of rows this request contributes along the first
 	// dimension when the model batches (max_batch_size > 0), otherwise 1.
 	BatchSize int64
+	// Priority, Timeout and the sequence fields are the caller's, as in
+	// [InferRequest]; the server has already applied them to scheduling.
+	// They are here for backends that pass them on to the models they call
+	// (the ensemble scheduler does).
+	Priority         uint64
+	Timeout          time.Duration
+	SequenceID       uint64
+	SequenceIDString string
+	SequenceStart    bool
+	SequenceEnd      bool
 
 	outputs []tensor.Tensor
 	err     error

@@ -133,6 +133,14 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("JSON infer: %d %s", code, body)
 	}
 
+	// An ensemble of two add_sub steps.
+	code, _, body = s.do("POST", "/v2/models/add_sub_twice/infer", "application/json",
+		[]byte(`{"inputs":[{"name":"A","shape":[1,16],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},`+
+			`{"name":"B","shape":[1,16],"datatype":"FP32","data":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-1]}],"outputs":[{"name":"B2"}]}`), nil)
+	if code != 200 || !strings.Contains(string(body), `"name":"B2"`) || !strings.Contains(string(body), `0.0,0.0,-2.0]`) || strings.Contains(string(body), `"A2"`) {
+		t.Fatalf("ensemble infer: %d %s", code, body)
+	}
+
 	// Binary infer through ONNX Runtime.
 	header := []byte(`{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"FP32","parameters":{"binary_data_size":64}},` +
 		`{"name":"INPUT1","shape":[1,16],"datatype":"FP32","parameters":{"binary_data_size":64}}],` +
@@ -209,7 +217,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal("not ready after load")
 	}
 
-	// Statistics and metrics.
+	// Statistics and metrics: add_sub ran the binary request and the
+	// ensemble's two steps.
 	code, _, body = s.do("GET", "/v2/models/add_sub/stats", "", nil, nil)
 	var stats struct {
 		ModelStats []struct {
@@ -217,7 +226,7 @@ func TestEndToEnd(t *testing.T) {
 			InferenceCount uint64 `json:"inference_count"`
 		} `json:"model_stats"`
 	}
-	if code != 200 || json.Unmarshal(body, &stats) != nil || len(stats.ModelStats) != 1 || stats.ModelStats[0].InferenceCount != 1 {
+	if code != 200 || json.Unmarshal(body, &stats) != nil || len(stats.ModelStats) != 1 || stats.ModelStats[0].InferenceCount != 3 {
 		t.Fatalf("stats: %d %s", code, body)
 	}
 	resp, err := http.Get(s.metrics + "/metrics")
@@ -226,7 +235,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	mbody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(mbody), `nv_inference_count{model="add_sub",version="1"} 1`) {
+	if !strings.Contains(string(mbody), `nv_inference_count{model="add_sub",version="1"} 3`) {
 		t.Fatalf("metrics lack add_sub's inference count:\n%s", mbody)
 	}
 

@@ -1,0 +1,70 @@
+package triton
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/modelconfig"
+)
+
+// caller is the [backend.Caller] the server hands to one model: requests
+// it makes run on the server as its own Infer does, with the calling model
+// added to the call path carried by ctx. A request for a model already on
+// that path is a call cycle (A → B → A) and fails at once: waited for, it
+// could never finish, since the first model's instance is busy waiting on
+// it.
+//
+// The path follows the ctx a backend passes to Infer. A dynamically
+// batched model runs a batch with the ctx of the batch's first request, so
+// a cycle through such a model is seen on that request's path.
+type caller struct {
+	s     *Server
+	model string
+}
+
+var _ backend.Caller = (*caller)(nil)
+
+// callPath is one model of a call path, linked to the model that called it.
+type callPath struct {
+	model string
+	prev  *callPath
+}
+
+type callPathKey struct{}
+
+func (c *caller) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	if req == nil {
+		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request from model '%s'", c.model)}
+	}
+	prev, _ := ctx.Value(callPathKey{}).(*callPath)
+	path := &callPath{model: c.model, prev: prev}
+	for p := path; p != nil; p = p.prev {
+		if p.model == req.Model {
+			return nil, &Error{Code: Internal, Model: req.Model, RequestID: req.ID,
+				Err: fmt.Errorf("call cycle: %s; a model cannot call a model that is waiting for it", path.describe(req.Model))}
+		}
+	}
+	return c.s.Infer(context.WithValue(ctx, callPathKey{}, path), req)
+}
+
+// describe prints the path from its first model, followed by next:
+// "A → B → A".
+func (p *callPath) describe(next string) string {
+	names := []string{next}
+	for ; p != nil; p = p.prev {
+		names = append(names, p.model)
+	}
+	slices.Reverse(names)
+	return strings.Join(names, " → ")
+}
+
+func (c *caller) ModelConfig(model string, version int64) (*modelconfig.ModelConfig, error) {
+	return c.s.ModelConfig(model, version)
+}
+
+func (c *caller) ModelReady(ctx context.Context, model string, version int64) bool {
+	return c.s.ModelReady(ctx, model, version)
+}

@@ -1,0 +1,306 @@
+package ensemble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// Backend is the ensemble scheduler as a [backend.Backend]: the server
+// loads every model whose platform is "ensemble" with it. Its model runs
+// each request's steps as ordinary requests to the composing models
+// through the [backend.Caller] the server hands it, so every composing
+// model keeps its own scheduler, batcher and instances.
+//
+// # Execution
+//
+// A step starts as soon as every ensemble tensor it reads exists. The
+// goroutine that runs the ensemble request coordinates: when one step is
+// ready and nothing else runs (a chain), it runs the step itself; when
+// several are ready (branches), each runs on its own goroutine and the
+// coordinator starts the steps they unblock as they finish. Tensors pass
+// between steps without copies: an ensemble tensor is the producing step's
+// output, renamed.
+//
+// Only the steps that lead to the requested outputs run, and each is asked
+// only for the outputs something downstream reads.
+//
+// The first step to fail cancels the others; the request fails with its
+// error, which names the ensemble, the step and the composing model and
+// keeps the composing model's error code. The request's ctx (deadline,
+// cancellation) reaches every step. The request ID, parameters, sequence
+// fields, priority and timeout are passed to every step; a priority level
+// a composing model does not have, or a timeout its queue policy does not
+// take, is dropped for that step rather than failing it.
+//
+// # Batch dimension
+//
+// An ensemble tensor's first dimension reaches a batching composing model
+// (max_batch_size > 0) as its batch dimension, whatever the ensemble's own
+// max_batch_size. So a non-batching ensemble can carry a variable count
+// (the lines an OCR detector finds) through batching steps, as long as it
+// stays within each step's max_batch_size; a count that can exceed it is
+// the job of a Go model that calls the step in chunks (BLS).
+//
+// # Backpressure
+//
+// ensemble_scheduling.max_inflight_requests (when non-zero) limits how
+// many requests each step has in flight at once, over all requests of the
+// ensemble; a step waits for a slot (or for its ctx to end) before it
+// calls its model.
+type Backend struct{}
+
+var _ backend.Backend = Backend{}
+
+// Load compiles the ensemble against its composing models, which the
+// server must have loaded first.
+func (Backend) Load(_ context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	if spec.Caller == nil {
+		return nil, fmt.Errorf("ensemble '%s': the server gave no Caller to run the steps with", spec.Name)
+	}
+	p, err := Compile(spec.Config, spec.Caller.ModelConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", backend.ErrInvalidInput, err)
+	}
+	if spec.Config.GetResponseCache().GetEnable() {
+		for _, st := range p.steps {
+			if st.stateful {
+				return nil, fmt.Errorf("%w: ensemble '%s' has a response cache, but its step %d model '%s' is stateful (sequence batching) and cannot be cached",
+					backend.ErrInvalidInput, p.name, st.index, st.model)
+			}
+		}
+	}
+	m := &model{plan: p, caller: spec.Caller}
+	if n := spec.Config.GetEnsembleScheduling().GetMaxInflightRequests(); n > 0 {
+		m.inflight = make([]*semaphore.Weighted, len(p.steps))
+		for i := range m.inflight {
+			m.inflight[i] = semaphore.NewWeighted(int64(n))
+		}
+	}
+	return m, nil
+}
+
+// model is a loaded ensemble. It is its own instance: Execute keeps no
+// state between calls and is safe for concurrent use, so the server
+// shares one instance between all requests.
+type model struct {
+	plan     *Plan
+	caller   backend.Caller
+	inflight []*semaphore.Weighted // per step; nil: no limit
+}
+
+var (
+	_ backend.Model    = (*model)(nil)
+	_ backend.Instance = (*model)(nil)
+	_ backend.Readier  = (*model)(nil)
+)
+
+func (m *model) NewInstance(context.Context, backend.InstanceSpec) (backend.Instance, error) {
+	return m, nil
+}
+
+func (m *model) Close() error { return nil }
+
+// Execute runs every request of the batch through the steps.
+func (m *model) Execute(ctx context.Context, b *backend.Batch) error {
+	for _, r := range b.Requests {
+		if err := m.run(ctx, r); err != nil {
+			r.Fail(err)
+		}
+	}
+	return nil
+}
+
+// Ready reports whether every composing model is ready: an ensemble is
+// ready only when all of them are.
+func (m *model) Ready(ctx context.Context) error {
+	for _, ref := range m.plan.Models() {
+		if !m.caller.ModelReady(ctx, ref.Name, ref.Version) {
+			return fmt.Errorf("ensemble '%s': composing model '%s' is not ready", m.plan.name, ref.Name)
+		}
+	}
+	return nil
+}
+
+// outcome is a finished step.
+type outcome struct {
+	step int
+	resp *backend.InferResponse
+	err  error
+}
+
+// run executes one request: the coordinator loop described on [Backend].
+func (m *model) run(ctx context.Context, r *backend.Request) error {
+	p := m.plan
+	n := p.all
+	if len(r.RequestedOutputs) > 0 {
+		want := make([]int, 0, len(r.RequestedOutputs))
+		for _, name := range r.RequestedOutputs {
+			if id, ok := p.ids[name]; ok {
+				want = append(want, id)
+			}
+		}
+		n = p.needed(want)
+	}
+	vals := make([]tensor.Tensor, len(p.tensors))
+	have := make([]bool, len(p.tensors))
+	for _, id := range p.inputs {
+		if t, ok := r.Input(p.tensors[id]); ok {
+			vals[id], have[id] = t, true
+		}
+	}
+
+	waiting := make([]int, len(p.steps)) // unfinished producers per step
+	var ready []int
+	for i, st := range p.steps {
+		if !n.steps[i] {
+			continue
+		}
+		waiting[i] = len(st.deps)
+		if waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+
+	var (
+		// Made when a step first runs on its own goroutine: a chain runs
+		// on this goroutine and needs neither.
+		results chan outcome
+		cancel  context.CancelFunc = func() {}
+		running int
+		failed  error
+	)
+	finish := func(o outcome) {
+		if failed != nil {
+			return
+		}
+		if o.err == nil {
+			o.err = m.keep(o, n, vals, have)
+		}
+		if o.err != nil {
+			st := &p.steps[o.step]
+			failed = fmt.Errorf("in ensemble '%s', step %d (model '%s'): %w", p.name, o.step, st.model, o.err)
+			cancel()
+			return
+		}
+		for _, j := range p.steps[o.step].next {
+			if n.steps[j] {
+				if waiting[j]--; waiting[j] == 0 {
+					ready = append(ready, j)
+				}
+			}
+		}
+	}
+	for {
+		if failed == nil && len(ready) > 0 {
+			if len(ready) == 1 && running == 0 {
+				i := ready[0]
+				ready = ready[:0]
+				finish(m.call(ctx, i, m.request(r, i, n, vals, have)))
+				continue
+			}
+			if results == nil {
+				results = make(chan outcome, len(p.steps))
+				var stop context.CancelFunc
+				ctx, stop = context.WithCancel(ctx)
+				defer stop() // once: results is made once
+				cancel = stop
+			}
+			for _, i := range ready {
+				req := m.request(r, i, n, vals, have)
+				running++
+				go func() { results <- m.call(ctx, i, req) }()
+			}
+			ready = ready[:0]
+		}
+		if running == 0 {
+			break
+		}
+		o := <-results
+		running--
+		finish(o)
+	}
+	if failed != nil {
+		return failed
+	}
+	for _, id := range p.outputs {
+		if name := p.tensors[id]; r.Wants(name) && have[id] {
+			r.SetOutput(vals[id])
+		}
+	}
+	return nil
+}
+
+// request builds the composing request of step i. It runs on the
+// coordinator, which owns vals.
+func (m *model) request(r *backend.Request, i int, n need, vals []tensor.Tensor, have []bool) *backend.InferRequest {
+	st := &m.plan.steps[i]
+	req := &backend.InferRequest{
+		Model:            st.model,
+		Version:          st.version,
+		ID:               r.ID,
+		Inputs:           make([]tensor.Tensor, 0, len(st.reads)),
+		Parameters:       r.Parameters,
+		SequenceID:       r.SequenceID,
+		SequenceIDString: r.SequenceIDString,
+		SequenceStart:    r.SequenceStart,
+		SequenceEnd:      r.SequenceEnd,
+	}
+	req.Priority, req.Timeout = st.scheduling(r.Priority, r.Timeout)
+	for _, b := range st.reads {
+		if have[b.tensor] { // an absent optional ensemble input stays absent
+			t := vals[b.tensor]
+			t.Name = b.name
+			req.Inputs = append(req.Inputs, t)
+		}
+	}
+	req.Outputs = st.outputs
+	if !all(n.tensors, st.writes) {
+		req.Outputs = nil
+		for _, w := range st.writes {
+			if n.tensors[w.tensor] {
+				req.Outputs = append(req.Outputs, w.name)
+			}
+		}
+	}
+	return req
+}
+
+// all reports whether every tensor written is needed.
+func all(needed []bool, writes []binding) bool {
+	return !slices.ContainsFunc(writes, func(w binding) bool { return !needed[w.tensor] })
+}
+
+// call runs step i's request on its model, within the step's inflight
+// limit.
+func (m *model) call(ctx context.Context, i int, req *backend.InferRequest) outcome {
+	if m.inflight != nil {
+		if err := m.inflight[i].Acquire(ctx, 1); err != nil {
+			return outcome{step: i, err: fmt.Errorf("waiting for an inflight slot (max_inflight_requests): %w", err)}
+		}
+		defer m.inflight[i].Release(1)
+	}
+	resp, err := m.caller.Infer(ctx, req)
+	return outcome{step: i, resp: resp, err: err}
+}
+
+// keep stores the outputs of a finished step as ensemble tensors.
+func (m *model) keep(o outcome, n need, vals []tensor.Tensor, have []bool) error {
+	for _, w := range m.plan.steps[o.step].writes {
+		if !n.tensors[w.tensor] {
+			continue
+		}
+		t, ok := o.resp.Output(w.name)
+		if !ok {
+			return fmt.Errorf("the response has no output '%s'", w.name)
+		}
+		t.Name = m.plan.tensors[w.tensor]
+		vals[w.tensor], have[w.tensor] = t, true
+	}
+	return nil
+}
