@@ -30,6 +30,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/examples/ocr/ppocr"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -634,16 +635,16 @@ func BenchmarkOCRInstances(b *testing.B) {
 	srv := serveReal(b,
 		realEntry{name: "rec_count1", file: file, config: recInstancesConfig("rec_count1", 1)},
 		realEntry{name: "rec_count2", file: file, config: recInstancesConfig("rec_count2", 2)})
-	img, err := renderLine("Hello World 123", ocrHeight)
+	img, err := ppocr.RenderLine("Hello World 123", ppocr.Height)
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, W := recBatch([]image.Image{img})
+	data, W, _ := ppocr.RecBatch([]image.Image{img})
 	for _, count := range []int{1, 2} {
 		b.Run(fmt.Sprintf("count%d", count), func(b *testing.B) {
 			req := &triton.InferRequest{
 				Model:  fmt.Sprintf("rec_count%d", count),
-				Inputs: []tensor.Tensor{tensorOf(b, "x", tensor.Shape{1, 3, ocrHeight, int64(W)}, data)},
+				Inputs: []tensor.Tensor{tensorOf(b, "x", tensor.Shape{1, 3, ppocr.Height, int64(W)}, data)},
 			}
 			resp, err := srv.Infer(context.Background(), req)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/examples/ocr/ppocr"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -114,12 +115,12 @@ func closeEq(what string, got, want []float32, tol float64) error {
 func BenchmarkClassifier(b *testing.B) {
 	file := realModel(b, clsModel)
 	srv := serveReal(b, realEntry{name: "cls", file: file, config: clsConfig + benchParams})
-	img, err := renderLine("Hello World 123", 48)
+	img, err := ppocr.RenderLine("Hello World 123", 48)
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := clsBatch([]image.Image{img})
-	shape := tensor.Shape{1, 3, 48, clsWidth}
+	data := ppocr.ClsBatch([]image.Image{img})
+	shape := tensor.Shape{1, 3, 48, ppocr.ClsWidth}
 	var want []float32 // the server's answer, which the direct side must match
 
 	b.Run("server", func(b *testing.B) {

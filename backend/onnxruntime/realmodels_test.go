@@ -18,6 +18,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/examples/ocr/ppocr"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
@@ -122,7 +123,7 @@ func floats(t testing.TB, outs map[string]tensor.Tensor, name string, shape tens
 
 func renderOrFatal(t testing.TB, text string) image.Image {
 	t.Helper()
-	img, err := renderLine(text, 48)
+	img, err := ppocr.RenderLine(text, 48)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func recSteps(W int) int { return (W + 3) / 4 / 2 }
 // reads rendered lines back exactly, one at a time and as a batch of two.
 func TestOCRRecognizer(t *testing.T) {
 	model := realModel(t, recModel)
-	keys, err := readKeys(realModel(t, ocrKeys))
+	keys, err := ppocr.ReadKeys(realModel(t, ocrKeys))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +175,12 @@ func TestOCRRecognizer(t *testing.T) {
 	}
 	recognise := func(t *testing.T, texts []string, imgs []image.Image) {
 		t.Helper()
-		data, W := recBatch(imgs)
+		data, W, _ := ppocr.RecBatch(imgs)
 		n, T := len(imgs), recSteps(W)
 		x := tensorOf(t, "x", tensor.Shape{int64(n), 3, 48, int64(W)}, data)
 		probs := floats(t, run(t, srv, "rec", x), recOutput, tensor.Shape{int64(n), int64(T), int64(classes)})
 		for i, want := range texts {
-			got, conf, err := ctcDecode(probs[i*T*classes:(i+1)*T*classes], T, classes, keys)
+			got, conf, err := ppocr.CTCDecode(probs[i*T*classes:(i+1)*T*classes], T, classes, keys)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,16 +203,16 @@ func TestOCRRecognizer(t *testing.T) {
 	}
 	t.Run("batch of 2", func(t *testing.T) {
 		a, b := renderOrFatal(t, lines[0]), renderOrFatal(t, lines[1])
-		if _, W := recBatch([]image.Image{a}); W != 320 {
+		if _, W, _ := ppocr.RecBatch([]image.Image{a}); W != 320 {
 			t.Fatalf("%q pads to W=%d, want 320 (both rows at the minimum width)", lines[0], W)
 		}
 		recognise(t, lines[:2], []image.Image{a, b})
 	})
 	t.Run("upside down is not read", func(t *testing.T) {
-		data, W := recBatch([]image.Image{rotate180(renderOrFatal(t, lines[0]))})
+		data, W, _ := ppocr.RecBatch([]image.Image{ppocr.Rotate180(renderOrFatal(t, lines[0]))})
 		T := recSteps(W)
 		x := tensorOf(t, "x", tensor.Shape{1, 3, 48, int64(W)}, data)
-		got, _, err := ctcDecode(floats(t, run(t, srv, "rec", x), recOutput, tensor.Shape{1, int64(T), int64(classes)}), T, classes, keys)
+		got, _, err := ppocr.CTCDecode(floats(t, run(t, srv, "rec", x), recOutput, tensor.Shape{1, int64(T), int64(classes)}), T, classes, keys)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func TestDirectionClassifier(t *testing.T) {
 	}
 	classify := func(t *testing.T, imgs ...image.Image) []float32 {
 		t.Helper()
-		x := tensorOf(t, "x", tensor.Shape{int64(len(imgs)), 3, 48, clsWidth}, clsBatch(imgs))
+		x := tensorOf(t, "x", tensor.Shape{int64(len(imgs)), 3, 48, ppocr.ClsWidth}, ppocr.ClsBatch(imgs))
 		return floats(t, run(t, srv, "cls", x), clsOutput, tensor.Shape{int64(len(imgs)), 2})
 	}
 	check := func(t *testing.T, what string, p []float32, class int) {
@@ -253,7 +254,7 @@ func TestDirectionClassifier(t *testing.T) {
 	for _, line := range []string{"Hello World 123", "ONNX Runtime 1.24", "triton go"} {
 		t.Run(line, func(t *testing.T) {
 			up := renderOrFatal(t, line)
-			down := rotate180(up)
+			down := ppocr.Rotate180(up)
 			batch := classify(t, up, down)
 			t.Logf("batch of 2: upright %v, rotated %v", batch[0:2], batch[2:4])
 			check(t, "upright, in a batch", batch[0:2], 0)
