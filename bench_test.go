@@ -2,6 +2,7 @@ package triton_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -214,16 +215,7 @@ func BenchmarkResponseCache(b *testing.B) {
 // after another by hand. The difference is the scheduler's cost per request.
 // Run: go test -run '^$' -bench EnsembleOverhead -benchmem .
 func BenchmarkEnsembleOverhead(b *testing.B) {
-	chain := `platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
-ensemble_scheduling { step [
-  { model_name: "noop" input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "T1" } },
-  { model_name: "noop" input_map { key: "INPUT0" value: "T1" } output_map { key: "OUTPUT0" value: "T2" } },
-  { model_name: "noop" input_map { key: "INPUT0" value: "T2" } output_map { key: "OUTPUT0" value: "OUT" } }
-] }`
-	srv := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": "", "chain/config.pbtxt": chain, "chain/1/x": ""},
+	srv := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": "", "chain/config.pbtxt": chainConfig("noop", "noop", "noop"), "chain/1/x": ""},
 		triton.WithBackend("noop", noop))
 	in, _ := tensor.From("IN", tensor.Shape{1, 16}, make([]float32, 16))
 	ctx := context.Background()
@@ -265,18 +257,9 @@ func BenchmarkEnsemblePipelining(b *testing.B) {
 		return noop(ctx, b)
 	})
 	step := strings.Replace(strings.Replace(noopConfig, "count: 2", "count: 1", 1), `"noop"`, `"hold"`, 1)
-	chain := `platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
-ensemble_scheduling { step [
-  { model_name: "s1" input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "T1" } },
-  { model_name: "s2" input_map { key: "INPUT0" value: "T1" } output_map { key: "OUTPUT0" value: "T2" } },
-  { model_name: "s3" input_map { key: "INPUT0" value: "T2" } output_map { key: "OUTPUT0" value: "OUT" } }
-] }`
 	srv := newServer(b, map[string]string{
 		"s1/config.pbtxt": step, "s1/1/x": "", "s2/config.pbtxt": step, "s2/1/x": "", "s3/config.pbtxt": step, "s3/1/x": "",
-		"chain/config.pbtxt": chain, "chain/1/x": "",
+		"chain/config.pbtxt": chainConfig("s1", "s2", "s3"), "chain/1/x": "",
 	}, triton.WithBackend("hold", hold))
 	ctx := context.Background()
 	for _, c := range []struct{ name, model, input string }{
@@ -298,4 +281,18 @@ ensemble_scheduling { step [
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 		})
 	}
+}
+
+// chainConfig is an ensemble of three steps in a row on models with
+// noopConfig's tensors: IN → m1 → m2 → m3 → OUT.
+func chainConfig(m1, m2, m3 string) string {
+	return fmt.Sprintf(`platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling { step [
+  { model_name: "%s" input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "T1" } },
+  { model_name: "%s" input_map { key: "INPUT0" value: "T1" } output_map { key: "OUTPUT0" value: "T2" } },
+  { model_name: "%s" input_map { key: "INPUT0" value: "T2" } output_map { key: "OUTPUT0" value: "OUT" } }
+] }`, m1, m2, m3)
 }

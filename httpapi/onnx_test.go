@@ -13,33 +13,16 @@ import (
 	"github.com/triton-go/triton"
 	_ "github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/testenv"
 )
-
-// need skips the test (fails it under CI=true, where the set-up fetches
-// everything first) when a file it needs is missing.
-func need(t *testing.T, path, how string) {
-	t.Helper()
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	msg := path + " is missing; " + how
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
 
 // TestONNXAddSub serves backend/onnxruntime's add_sub.onnx (OUTPUT0 =
 // INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, FP32 [batch, 16]) over HTTP
 // with the ONNX Runtime backend.
 func TestONNXAddSub(t *testing.T) {
 	model := filepath.Join("..", "backend", "onnxruntime", "testdata", "models", "add_sub.onnx")
-	need(t, model, "the ONNX test models are committed under backend/onnxruntime/testdata")
-	if p := os.Getenv("ONNXRUNTIME_LIB"); p != "" {
-		need(t, p, "ONNXRUNTIME_LIB names a missing file")
-	} else {
-		need(t, filepath.Join("..", ".cache", "onnxruntime", "1.24.1", "linux-x64", "libonnxruntime.so.1"), "run make deps (scripts/fetch-onnxruntime.sh)")
-	}
+	testenv.Need(t, model, "the ONNX test models are committed under backend/onnxruntime/testdata")
+	testenv.NeedLibrary(t)
 	onnx, err := os.ReadFile(model)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -23,7 +24,7 @@ type repo struct {
 }
 
 func newRepo(t *testing.T) *repo {
-	needLibrary(t)
+	testenv.NeedLibrary(t)
 	return &repo{t: t, dir: t.TempDir()}
 }
 

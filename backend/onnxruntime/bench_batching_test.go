@@ -31,6 +31,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/examples/ocr/ppocr"
+	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -218,8 +219,8 @@ func sileroStreams(samples []float32, n, chunks int) [][]float32 {
 // concurrently, one chunk a request, to a server that batches them.
 func TestSileroBatchedVariant(t *testing.T) {
 	const tol = 1e-5
-	orig := realModel(t, sileroModel)
-	variant := realModel(t, sileroBatchedModel)
+	orig := testenv.Model(t, sileroModel)
+	variant := testenv.Model(t, sileroBatchedModel)
 	samples, _, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
 	if err != nil {
 		t.Fatal(err)
@@ -431,8 +432,8 @@ var sileroServerConfigs = []struct{ name, db string }{
 //     chunks back to back: an op is one batch, req/s counts B per op, and
 //     the latencies are those of whole batches.
 func BenchmarkSileroBatching(b *testing.B) {
-	orig := realModel(b, sileroModel)
-	variant := realModel(b, sileroBatchedModel)
+	orig := testenv.Model(b, sileroModel)
+	variant := testenv.Model(b, sileroBatchedModel)
 	samples, _, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
 	if err != nil {
 		b.Fatal(err)
@@ -631,7 +632,7 @@ const ocrClients = 4
 // ([1, 3, 48, 320]) from 4 goroutines, served with instance_group count 1
 // and count 2 (one intra-op thread each, no dynamic batching).
 func BenchmarkOCRInstances(b *testing.B) {
-	file := realModel(b, recModel)
+	file := testenv.Model(b, recModel)
 	srv := serveReal(b,
 		realEntry{name: "rec_count1", file: file, config: recInstancesConfig("rec_count1", 1)},
 		realEntry{name: "rec_count2", file: file, config: recInstancesConfig("rec_count2", 2)})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/examples/ocr/ppocr"
+	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -113,7 +114,7 @@ func closeEq(what string, got, want []float32, tol float64) error {
 // BenchmarkClassifier: PP-OCR's direction classifier on one rendered line,
 // input [1, 3, 48, 192], output [1, 2].
 func BenchmarkClassifier(b *testing.B) {
-	file := realModel(b, clsModel)
+	file := testenv.Model(b, clsModel)
 	srv := serveReal(b, realEntry{name: "cls", file: file, config: clsConfig + benchParams})
 	img, err := ppocr.RenderLine("Hello World 123", 48)
 	if err != nil {
@@ -165,7 +166,7 @@ func BenchmarkClassifier(b *testing.B) {
 // BenchmarkSilero: Silero VAD v6 on one speech chunk, input [1, 576] with a
 // state [2, 1, 128] and sr = 16000; outputs [1, 1] and [2, 1, 128].
 func BenchmarkSilero(b *testing.B) {
-	file := realModel(b, sileroModel)
+	file := testenv.Model(b, sileroModel)
 	srv := serveReal(b, realEntry{name: "silero_config", file: file, config: sileroConfig + benchParams})
 	samples, _, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
 	if err != nil {

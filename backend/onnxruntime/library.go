@@ -19,9 +19,9 @@ const RuntimeVersion = "1.24.1"
 // library, consulted when no library path is given as an option.
 const LibraryEnv = "ONNXRUNTIME_LIB"
 
-// cacheRelPath is where scripts/fetch-onnxruntime.sh puts the library,
+// CachePath is where scripts/fetch-onnxruntime.sh puts the library,
 // relative to the root of a triton-go checkout.
-func cacheRelPath() string {
+func CachePath() string {
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	return filepath.Join(".cache", "onnxruntime", RuntimeVersion, "linux-"+arch, "libonnxruntime.so.1")
 }
@@ -30,7 +30,7 @@ func cacheRelPath() string {
 var errNoLibrary = fmt.Errorf("the ONNX Runtime %s shared library was not found: pass its path with "+
 	"onnxruntime.WithLibraryPath, set %s to it, or run scripts/fetch-onnxruntime.sh (make deps does) "+
 	"in a triton-go checkout, which fetches it from the onnxruntime-node@%s npm package into %s",
-	RuntimeVersion, LibraryEnv, RuntimeVersion, cacheRelPath())
+	RuntimeVersion, LibraryEnv, RuntimeVersion, CachePath())
 
 // findLibrary returns the library path: explicit, then $ONNXRUNTIME_LIB, then
 // the checkout cache found by walking up from the working directory.
@@ -49,7 +49,7 @@ func findLibrary(explicit string) (string, error) {
 		return "", errNoLibrary
 	}
 	for {
-		p := filepath.Join(dir, cacheRelPath())
+		p := filepath.Join(dir, CachePath())
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/examples/ocr/ppocr"
+	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
@@ -33,17 +34,6 @@ const (
 	recOutput = "softmax_11.tmp_0"
 	clsOutput = "softmax_0.tmp_0"
 )
-
-// realModel returns the path of .cache/models/<rel>. It skips the test
-// (fails it under CI=true) when that file or the ONNX Runtime library is
-// missing.
-func realModel(t testing.TB, rel string) string {
-	t.Helper()
-	needLibrary(t)
-	p := filepath.Join(repoRoot(t), ".cache", "models", filepath.FromSlash(rel))
-	need(t, p, "run make deps (scripts/fetch-models.sh fetches the real models into .cache/models)")
-	return p
-}
 
 // realEntry is one model of a test repository: <name>/1/model.onnx links to
 // file, and <name>/config.pbtxt holds config unless it is "".
@@ -137,8 +127,8 @@ func recSteps(W int) int { return (W + 3) / 4 / 2 }
 // that auto-complete must find its batch dimension and dynamic width, and
 // reads rendered lines back exactly, one at a time and as a batch of two.
 func TestOCRRecognizer(t *testing.T) {
-	model := realModel(t, recModel)
-	keys, err := ppocr.ReadKeys(realModel(t, ocrKeys))
+	model := testenv.Model(t, recModel)
+	keys, err := ppocr.ReadKeys(testenv.Model(t, ocrKeys))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +226,7 @@ output [ { name: "softmax_0.tmp_0" data_type: TYPE_FP32 dims: [ 2 ] } ]
 // 180° (class 1), in one batched request and one request each; the batched
 // rows must equal the separate answers.
 func TestDirectionClassifier(t *testing.T) {
-	srv := serveReal(t, realEntry{name: "cls", file: realModel(t, clsModel), config: clsConfig})
+	srv := serveReal(t, realEntry{name: "cls", file: testenv.Model(t, clsModel), config: clsConfig})
 	if cfg, err := srv.ModelConfig("cls", 0); err != nil || cfg.GetMaxBatchSize() != 8 {
 		t.Fatalf("config %v, %v; want max_batch_size 8", cfg, err)
 	}
@@ -316,7 +306,7 @@ func sileroServerStep(t testing.TB, srv *triton.Server, model string) sileroStep
 // with 64 samples of context, carrying the state: silence scores low,
 // speech high, and both models agree.
 func TestSileroVAD(t *testing.T) {
-	model := realModel(t, sileroModel)
+	model := testenv.Model(t, sileroModel)
 	samples, rate, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
 	if err != nil {
 		t.Fatal(err)

@@ -20,22 +20,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/triton-go/triton/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// needLibrary skips the end-to-end test (fails it under CI=true) when the
-// ONNX Runtime library that make deps fetches is missing.
-func needLibrary(t *testing.T) {
-	t.Helper()
-	lib := filepath.Join("..", "..", ".cache", "onnxruntime", "1.24.1", "linux-x64", "libonnxruntime.so.1")
-	if _, err := os.Stat(lib); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("ONNX Runtime library missing (%v); make deps fetches it", err)
-		}
-		t.Skipf("ONNX Runtime library missing (%v); run make deps", err)
-	}
-}
 
 // binaryServer is the built tritonserver, running.
 type binaryServer struct {
@@ -120,7 +109,7 @@ func (s *binaryServer) do(method, path, contentType string, body []byte, header 
 }
 
 func TestEndToEnd(t *testing.T) {
-	needLibrary(t)
+	testenv.NeedLibrary(t)
 	s := startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true")
 
 	if code, _, _ := s.do("GET", "/v2/health/ready", "", nil, nil); code != 200 {

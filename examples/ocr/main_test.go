@@ -11,37 +11,17 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/examples/ocr/ppocr"
+	"github.com/triton-go/triton/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// need skips the test (fails it under CI=true, where make deps has run)
-// when a file it needs is missing.
-func need(t *testing.T, path, how string) {
-	t.Helper()
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	msg := path + " is missing; " + how
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // needModels checks for the ONNX Runtime library and the PP-OCR models.
 func needModels(t *testing.T) {
 	t.Helper()
-	root := filepath.Join("..", "..")
-	if lib := os.Getenv(onnxruntime.LibraryEnv); lib != "" {
-		need(t, lib, onnxruntime.LibraryEnv+" names a missing file")
-	} else {
-		need(t, filepath.Join(root, ".cache", "onnxruntime", onnxruntime.RuntimeVersion, "linux-x64", "libonnxruntime.so.1"), "run make deps (scripts/fetch-onnxruntime.sh)")
-	}
 	for _, f := range []string{"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx", ppocr.KeysFile} {
-		need(t, filepath.Join(root, ".cache", "models", "ppocr", f), "run make deps (scripts/fetch-models.sh)")
+		testenv.Model(t, "ppocr/"+f)
 	}
 }
 

@@ -2,19 +2,19 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+
+	"github.com/triton-go/triton/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestQuickstart(t *testing.T) {
-	needLibrary(t)
+	testenv.NeedLibrary(t)
 	for name, dir := range map[string]string{"embedded": "", "on disk": "models"} {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -36,21 +36,5 @@ func TestQuickstart(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// needLibrary skips the test (fails it under CI=true) when the ONNX Runtime
-// library that make deps fetches is not there.
-func needLibrary(t *testing.T) {
-	t.Helper()
-	lib := os.Getenv("ONNXRUNTIME_LIB")
-	if lib == "" {
-		lib = filepath.Join("..", "..", ".cache", "onnxruntime", "1.24.1", "linux-x64", "libonnxruntime.so.1")
-	}
-	if _, err := os.Stat(lib); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("ONNX Runtime library missing (%v); make deps fetches it", err)
-		}
-		t.Skipf("ONNX Runtime library missing (%v); run make deps", err)
 	}
 }

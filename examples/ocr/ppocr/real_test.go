@@ -19,63 +19,17 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/examples/ocr/ppocr"
+	"github.com/triton-go/triton/internal/testenv"
 )
-
-// repoRoot is the folder holding go.mod, found from the working directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// need skips (locally) or fails (under CI) when a file the test needs is
-// missing: under CI the README's test command fetches everything first, so
-// a missing file is a broken set-up, never a reason to pass.
-func need(t testing.TB, path, how string) {
-	t.Helper()
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	msg := path + " is missing; " + how
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// needLibrary checks for the ONNX Runtime library the backend will find.
-func needLibrary(t testing.TB) {
-	t.Helper()
-	if p := os.Getenv(onnxruntime.LibraryEnv); p != "" {
-		need(t, p, onnxruntime.LibraryEnv+" names a missing file")
-		return
-	}
-	need(t, filepath.Join(repoRoot(t), ".cache/onnxruntime", onnxruntime.RuntimeVersion, "linux-x64/libonnxruntime.so.1"),
-		"run make deps (scripts/fetch-onnxruntime.sh)")
-}
 
 // modelsDir returns .cache/models/ppocr, skipping the test (failing it
 // under CI=true) when a model or the ONNX Runtime library is missing.
 func modelsDir(t testing.TB) string {
 	t.Helper()
-	needLibrary(t)
-	dir := filepath.Join(repoRoot(t), ".cache", "models", "ppocr")
 	for _, f := range []string{"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx", ppocr.KeysFile} {
-		need(t, filepath.Join(dir, f), "run make deps (scripts/fetch-models.sh fetches the real models into .cache/models)")
+		testenv.Model(t, "ppocr/"+f)
 	}
-	return dir
+	return filepath.Join(testenv.RepoRoot(t), ".cache", "models", "ppocr")
 }
 
 // serve writes the pipeline's repository into a temporary folder, applies

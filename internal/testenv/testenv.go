@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/triton-go/triton/backend/onnxruntime"
+)
+
+// RepoRoot returns the folder holding go.mod, found from the working
+// directory up.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Need skips tb (fails it under CI=true) when path is missing; how says
+// what makes it.
+func Need(tb testing.TB, path, how string) {
+	tb.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	msg := path + " is missing; " + how
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// NeedLibrary checks for the ONNX Runtime library the onnxruntime backend
+// will find: $ONNXRUNTIME_LIB, or the one scripts/fetch-onnxruntime.sh
+// puts in the checkout.
+func NeedLibrary(tb testing.TB) {
+	tb.Helper()
+	if p := os.Getenv(onnxruntime.LibraryEnv); p != "" {
+		Need(tb, p, onnxruntime.LibraryEnv+" names a missing file")
+		return
+	}
+	Need(tb, filepath.Join(RepoRoot(tb), onnxruntime.CachePath()), "run make deps (scripts/fetch-onnxruntime.sh)")
+}
+
+// Model returns the path of .cache/models/<rel>, a real model fetched by
+// scripts/fetch-models.sh, after checking for it and for the ONNX Runtime
+// library.
+func Model(tb testing.TB, rel string) string {
+	tb.Helper()
+	NeedLibrary(tb)
+	p := filepath.Join(RepoRoot(tb), ".cache", "models", filepath.FromSlash(rel))
+	Need(tb, p, "run make deps (scripts/fetch-models.sh fetches the real models into .cache/models)")
+	return p
+}
