@@ -16,7 +16,7 @@ deps:
 	@scripts/deps.sh
 
 run: deps
-	$(GO) run ./cmd/tritonserver --model-repository=examples/model_repository --allow-grpc=false
+	$(GO) run ./cmd/tritonserver --model-repository=examples/model_repository
 
 test: deps vet check-models
 	$(GO) test -race -count=1 -shuffle=on ./...

@@ -7,15 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/loadtest"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -88,7 +87,7 @@ func BenchmarkHTTPInfer(b *testing.B) {
 
 	for _, c := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("inprocess/c%d", c), func(b *testing.B) {
-			mean := runConcurrent(b, c, inprocess)
+			mean := loadtest.Run(b, c, inprocess)
 			inprocessMean.Store(c, mean)
 		})
 	}
@@ -96,72 +95,13 @@ func BenchmarkHTTPInfer(b *testing.B) {
 		b.Run(fmt.Sprintf("http/c%d", c), func(b *testing.B) {
 			base, ok := inprocessMean.Load(c)
 			if !ok {
-				base = measureMean(c, 20000, inprocess)
+				base = loadtest.Mean(c, 20000, inprocess)
 				inprocessMean.Store(c, base)
 			}
-			mean := runConcurrent(b, c, overHTTP)
+			mean := loadtest.Run(b, c, overHTTP)
 			b.ReportMetric(float64(mean-base.(time.Duration))/float64(time.Microsecond), "overhead-µs")
 		})
 	}
-}
-
-// runConcurrent runs b.N calls of do on c goroutines, reports req/s, p50-µs
-// and p99-µs, and returns the mean latency.
-func runConcurrent(b *testing.B, c int, do func() error) time.Duration {
-	b.ReportAllocs()
-	lat := make([][]time.Duration, c)
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for w := range c {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				t0 := time.Now()
-				if err := do(); err != nil {
-					failed.CompareAndSwap(nil, &err)
-					return
-				}
-				lat[w] = append(lat[w], time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	var sum time.Duration
-	for _, d := range all {
-		sum += d
-	}
-	pct := func(p float64) float64 {
-		return float64(all[min(len(all)-1, int(p/100*float64(len(all))))]) / float64(time.Microsecond)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(pct(50), "p50-µs")
-	b.ReportMetric(pct(99), "p99-µs")
-	return sum / time.Duration(len(all))
-}
-
-// measureMean returns the mean latency of n calls of do on c goroutines.
-func measureMean(c, n int, do func() error) time.Duration {
-	var next atomic.Int64
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	for range c {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				t0 := time.Now()
-				_ = do()
-				total.Add(int64(time.Since(t0)))
-			}
-		})
-	}
-	wg.Wait()
-	return time.Duration(total.Load() / int64(n))
 }
 
 // BenchmarkHTTPFloor is the cost of net/http itself in BenchmarkHTTPInfer:
@@ -197,7 +137,7 @@ func BenchmarkHTTPFloor(b *testing.B) {
 		return err
 	}
 	for _, c := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) { runConcurrent(b, c, do) })
+		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) { loadtest.Run(b, c, do) })
 	}
 }
 

@@ -114,7 +114,9 @@
 //   - The trace settings endpoints store and report their settings, but no
 //     traces are produced, so "trace" is not listed as an extension.
 //   - The logging extension drives a zap.AtomicLevel ([WithLogLevel]);
-//     log_file cannot be set (501), as in current Triton.
+//     log_file cannot be set (501), as in current Triton. The log and
+//     trace settings can be shared with the gRPC adapter ([WithSettings]),
+//     as Triton has one such state per server.
 //   - The generate and generate_stream endpoints answer 501.
 //   - Triton's --http-header-forward-pattern (HTTP headers forwarded as
 //     request parameters) has no equivalent; responses carry no

@@ -2,17 +2,17 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
 )
 
 // handleHealth serves GET /v2/health/{live,ready}: 200 with an empty body,
 // 400 with an empty body when not live/ready, and 503 "Server exiting"
 // once the server is shutting down.
 func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request, kind string) {
-	if !h.guard(w, r, catHealth, http.MethodGet) {
+	if !h.guard(w, r, wire.Health, http.MethodGet) {
 		return
 	}
 	if !h.srv.Live() {
@@ -30,50 +30,9 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request, kind stri
 	}
 }
 
-// extensionOrder is the order in which Triton lists protocol extensions
-// (core server.cc). An extension is reported when this adapter implements
-// it or the server reports it (sequence, once the core serves sequences
-// over this adapter's fields).
-var extensionOrder = []string{
-	"classification", "sequence", "model_repository", "model_repository(unload_dependents)",
-	"schedule_policy", "model_configuration", "system_shared_memory", "cuda_shared_memory",
-	"binary_tensor_data", "parameters", "statistics", "trace", "logging",
-}
-
-// adapterExtensions are the extensions this adapter implements. "trace" is
-// left out on purpose: the trace settings endpoints work, but no traces
-// are produced. "generate" is not an extension Triton lists.
-var adapterExtensions = []string{
-	"classification", "model_repository", "model_repository(unload_dependents)", "schedule_policy",
-	"model_configuration", "cuda_shared_memory", "binary_tensor_data", "parameters", "statistics", "logging",
-}
-
-// extensions returns the extension list of the server metadata.
-func (h *handler) extensions() []string {
-	core := h.srv.Metadata().Extensions
-	has := func(e string) bool {
-		if e == "system_shared_memory" {
-			return h.shm != nil
-		}
-		return slices.Contains(adapterExtensions, e) || (e != "trace" && slices.Contains(core, e))
-	}
-	var out []string
-	for _, e := range extensionOrder {
-		if has(e) {
-			out = append(out, e)
-		}
-	}
-	for _, e := range core { // extensions the core adds that Triton does not list
-		if !slices.Contains(extensionOrder, e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // handleServerMetadata serves GET /v2.
 func (h *handler) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r, catMetadata, http.MethodGet) {
+	if !h.guard(w, r, wire.Metadata, http.MethodGet) {
 		return
 	}
 	md := h.srv.Metadata()
@@ -83,7 +42,7 @@ func (h *handler) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `,"version":`...)
 	b = appendJSONString(b, md.Version)
 	b = append(b, `,"extensions":[`...)
-	for i, e := range h.extensions() {
+	for i, e := range wire.Extensions(h.srv.Metadata().Extensions, h.shm != nil) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -98,7 +57,7 @@ func (h *handler) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
 // is not ready; the lookup error otherwise (400 for a model the server has
 // never heard of, 404 for a version that is not loaded, as Triton).
 func (h *handler) handleModelReady(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, catHealth, http.MethodGet) {
+	if !h.guard(w, r, wire.Health, http.MethodGet) {
 		return
 	}
 	ver, err := parseVersion(model, verStr)
@@ -128,7 +87,7 @@ func (h *handler) handleModelReady(w http.ResponseWriter, r *http.Request, model
 
 // handleModelMetadata serves GET /v2/models/{m}[/versions/{v}].
 func (h *handler) handleModelMetadata(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, catMetadata, http.MethodGet) {
+	if !h.guard(w, r, wire.Metadata, http.MethodGet) {
 		return
 	}
 	ver, err := parseVersion(model, verStr)
@@ -189,7 +148,7 @@ func appendTensorMetadata(b []byte, ts []triton.TensorMetadata) []byte {
 
 // handleModelConfig serves GET /v2/models/{m}[/versions/{v}]/config.
 func (h *handler) handleModelConfig(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, catModelConfig, http.MethodGet) {
+	if !h.guard(w, r, wire.ModelConfig, http.MethodGet) {
 		return
 	}
 	ver, err := parseVersion(model, verStr)
@@ -212,7 +171,7 @@ func (h *handler) handleModelConfig(w http.ResponseWriter, r *http.Request, mode
 
 // handleStats serves GET /v2/models[/{m}[/versions/{v}]]/stats.
 func (h *handler) handleStats(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, catStatistics, http.MethodGet) {
+	if !h.guard(w, r, wire.Statistics, http.MethodGet) {
 		return
 	}
 	ver, err := parseVersion(model, verStr)
@@ -300,7 +259,7 @@ func appendStats(b []byte, stats []triton.ModelStats) []byte {
 // adapter does not implement, with 501 (after Triton's inference-category
 // and method checks).
 func (h *handler) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r, catInference, http.MethodPost) {
+	if !h.guard(w, r, wire.Inference, http.MethodPost) {
 		return
 	}
 	h.writeError(w, errorf(triton.Unsupported, "the generate extension is not supported by this server; use the infer endpoint"))

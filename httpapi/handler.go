@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
+	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/sysshm"
 )
 
@@ -33,6 +35,7 @@ type config struct {
 	shm          *sysshm.Registry
 	log          *zap.Logger
 	level        *zap.AtomicLevel
+	settings     *settings.Store
 }
 
 // restriction is one WithRestrictedAPI: the categories it covers and the
@@ -110,48 +113,30 @@ func WithLogger(l *zap.Logger) Option {
 // log_error: Error; none: DPanic), and the initial settings are read from
 // it. The other settings (log_file, log_format, and the exact flags) are
 // stored and reported back, as Triton reports them, but change nothing
-// else. Without this option the settings are only stored.
+// else. Without this option the settings are only stored. With
+// [WithSettings] the store's level applies and this option is ignored.
 func WithLogLevel(level *zap.AtomicLevel) Option {
 	return optionFunc(func(c *config) { c.level = level })
 }
 
-// category is a class of endpoints that WithRestrictedAPI can restrict.
-type category uint8
-
-const (
-	catHealth category = iota
-	catMetadata
-	catInference
-	catSharedMemory
-	catModelConfig
-	catModelRepository
-	catStatistics
-	catTrace
-	catLogging
-	numCategories
-)
-
-var categoryNames = [numCategories]string{
-	catHealth:          "health",
-	catMetadata:        "metadata",
-	catInference:       "inference",
-	catSharedMemory:    "shared-memory",
-	catModelConfig:     "model-config",
-	catModelRepository: "model-repository",
-	catStatistics:      "statistics",
-	catTrace:           "trace",
-	catLogging:         "logging",
+// WithSettings makes the logging and trace extensions read and change st,
+// the server-wide log and trace settings that the gRPC adapter
+// (grpcapi.WithSettings) may share, as Triton has one such state whatever
+// the protocol. Create st with settings.NewStore, giving it the level
+// [WithLogLevel] would have driven. Without this option the handler keeps
+// its own store.
+func WithSettings(st *settings.Store) Option {
+	return optionFunc(func(c *config) { c.settings = st })
 }
 
 // handler serves the KServe v2 / Triton HTTP protocol for one server.
 type handler struct {
 	srv      *triton.Server
 	maxSize  int64
-	restrict [numCategories]*restriction
+	restrict [wire.NumCategories]*restriction
 	shm      *sysshm.Registry
 	log      *zap.Logger
-	logs     *logSettings
-	traces   *traceSettings
+	settings *settings.Store // log and trace settings
 }
 
 // NewHandler returns an http.Handler serving srv over Triton's HTTP/REST
@@ -181,20 +166,17 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 		}
 		for name := range strings.SplitSeq(r.categories, ",") {
 			name = strings.TrimSpace(name)
-			cat := -1
-			for i, n := range categoryNames {
-				if n == name {
-					cat = i
-				}
-			}
-			if cat < 0 {
-				panic(fmt.Sprintf("httpapi: WithRestrictedAPI: unknown category %q (want one of %s)", name, strings.Join(categoryNames[:], ", ")))
+			cat, ok := wire.ParseCategory(name)
+			if !ok {
+				panic(fmt.Sprintf("httpapi: WithRestrictedAPI: unknown category %q (want one of %s)", name, strings.Join(wire.CategoryNames[:], ", ")))
 			}
 			h.restrict[cat] = r
 		}
 	}
-	h.logs = newLogSettings(c.level)
-	h.traces = newTraceSettings()
+	h.settings = c.settings
+	if h.settings == nil {
+		h.settings = settings.NewStore(c.level)
+	}
 	return h
 }
 
@@ -308,7 +290,7 @@ func (h *handler) recoverPanic(w http.ResponseWriter) {
 // allowed checks a restricted category's header; when it is missing or
 // wrong it answers 403 and returns false. Triton checks restrictions before
 // methods.
-func (h *handler) allowed(w http.ResponseWriter, r *http.Request, c category) bool {
+func (h *handler) allowed(w http.ResponseWriter, r *http.Request, c wire.Category) bool {
 	rs := h.restrict[c]
 	if rs == nil {
 		return true
@@ -334,7 +316,7 @@ func method(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
 
 // guard runs the checks every endpoint starts with: restriction, then
 // method.
-func (h *handler) guard(w http.ResponseWriter, r *http.Request, c category, methods ...string) bool {
+func (h *handler) guard(w http.ResponseWriter, r *http.Request, c wire.Category, methods ...string) bool {
 	return h.allowed(w, r, c) && method(w, r, methods...)
 }
 

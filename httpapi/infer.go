@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/sysshm"
+	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -68,7 +67,7 @@ func (c *inferCall) output(name string) requestedOutput {
 // built as a tree. The request's context is the inference's: a client that
 // disconnects cancels it.
 func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, catInference, http.MethodPost) {
+	if !h.guard(w, r, wire.Inference, http.MethodPost) {
 		return
 	}
 	ver, err := parseVersion(model, verStr)
@@ -357,7 +356,7 @@ func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, bin
 		if avail := uint64(len(binary) - pos); n > avail {
 			return pos, errorf(triton.InvalidArgument, "unexpected size for input '%s', expecting %d additional bytes for model '%s'", t.Name, n-avail, call.model)
 		}
-		t.Data = aligned(binary[pos:pos+int(n):pos+int(n)], t.DataType)
+		t.Data = wire.Aligned(binary[pos:pos+int(n):pos+int(n)], t.DataType)
 		pos += int(n)
 	case hasSHM:
 		data, err := h.shmInput(call, t.Name, pm)
@@ -372,19 +371,6 @@ func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, bin
 	}
 	call.req.Inputs = append(call.req.Inputs, t)
 	return pos, nil
-}
-
-// aligned returns data, or a copy of it where it does not start at a
-// multiple of dt's element size: backends view inputs as typed slices
-// (tensor.View), which needs aligned memory. The body is read so that the
-// first binary tensor is aligned; later ones are copied only when the
-// sizes before them leave them misaligned.
-func aligned(data []byte, dt tensor.DataType) []byte {
-	size := uintptr(dt.Size())
-	if len(data) == 0 || size <= 1 || uintptr(unsafe.Pointer(unsafe.SliceData(data)))%size == 0 {
-		return data
-	}
-	return append(make([]byte, 0, len(data)), data...)
 }
 
 func b2i(b bool) int {
@@ -532,7 +518,7 @@ func (h *handler) parseRawInput(call *inferCall, data []byte) error {
 	if cfg.GetMaxBatchSize() > 0 {
 		shape = append(tensor.Shape{1}, shape...)
 	}
-	call.req.Inputs = []tensor.Tensor{{Name: in.GetName(), DataType: dt, Shape: shape, Data: aligned(data, dt)}}
+	call.req.Inputs = []tensor.Tensor{{Name: in.GetName(), DataType: dt, Shape: shape, Data: wire.Aligned(data, dt)}}
 	call.defaultKind = kindBinary
 	return nil
 }
@@ -548,22 +534,13 @@ func (h *handler) shmInput(call *inferCall, name string, pm []member) ([]byte, e
 		return nil, err
 	}
 	if h.shm == nil {
-		return nil, errSHMDisabled
+		return nil, wire.ErrSHMDisabled
 	}
 	if size > uint64(h.maxSize) {
 		return nil, errorf(triton.InvalidArgument, "Input '%s' has a byte_size (%d bytes) that exceeds the maximum allowed value of %d bytes. Use --http-max-input-size to increase the limit (httpapi.WithMaxRequestSize).",
 			name, size, h.maxSize)
 	}
-	view, release, err := h.shm.Use(region, offset, size)
-	if err != nil {
-		return nil, shmError(err)
-	}
-	defer release()
-	data := make([]byte, len(view))
-	if _, err := sysshm.Copy(data, view); err != nil {
-		return nil, shmError(err)
-	}
-	return data, nil
+	return wire.ReadSHM(h.shm, region, offset, size)
 }
 
 // shmOutput resolves an output's region before the inference runs, as
@@ -575,11 +552,11 @@ func (h *handler) shmOutput(call *inferCall, name string, pm []member) ([]byte, 
 		return nil, err
 	}
 	if h.shm == nil {
-		return nil, errSHMDisabled
+		return nil, wire.ErrSHMDisabled
 	}
 	view, release, err := h.shm.Use(region, offset, size)
 	if err != nil {
-		return nil, shmError(err)
+		return nil, wire.SHMError(err)
 	}
 	call.releases = append(call.releases, release)
 	return view, nil

@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
 )
 
 // handleRepositoryIndex serves POST /v2/repository[/{repo}]/index (the
 // repository name is ignored, as Triton ignores it). Body: empty or
 // {"ready": bool}.
 func (h *handler) handleRepositoryIndex(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r, catModelRepository, http.MethodPost) {
+	if !h.guard(w, r, wire.ModelRepository, http.MethodPost) {
 		return
 	}
 	b, err := h.readBody(w, r, false, -1)
@@ -73,7 +74,7 @@ func (h *handler) handleRepositoryIndex(w http.ResponseWriter, r *http.Request) 
 // the client disconnects: they change server state, which a dropped
 // connection should not leave half done.
 func (h *handler) handleRepositoryControl(w http.ResponseWriter, r *http.Request, repo, model, action string) {
-	if !h.guard(w, r, catModelRepository, http.MethodPost) {
+	if !h.guard(w, r, wire.ModelRepository, http.MethodPost) {
 		return
 	}
 	if repo != "" {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/sysshm"
 )
 
@@ -42,7 +43,7 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 			if err != nil {
 				return err
 			}
-			if t, err = classify(out, spec.classes, call.maxBatch > 0, labels); err != nil {
+			if t, err = wire.Classify(out, spec.classes, call.maxBatch > 0, labels); err != nil {
 				return err
 			}
 		}
@@ -68,7 +69,7 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 					t.Name, len(spec.shm), len(t.Data))
 			}
 			if _, err := sysshm.Copy(spec.shm, t.Data); err != nil {
-				return shmError(err)
+				return wire.SHMError(err)
 			}
 		case kindBinary:
 			b = append(b, `,"parameters":{"binary_data_size":`...)

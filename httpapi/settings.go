@@ -4,68 +4,23 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
+	"github.com/triton-go/triton/settings"
 )
 
-// logSettings is the state of the logging extension.
-type logSettings struct {
-	level *zap.AtomicLevel // nil: settings are only stored
-
-	mu sync.Mutex
-	// mu protects the following.
-	info, warning, errors bool
-	verbose               uint64
-	format                string
-}
-
-func newLogSettings(level *zap.AtomicLevel) *logSettings {
-	s := &logSettings{level: level, info: true, warning: true, errors: true, format: "default"}
-	if level != nil {
-		switch l := level.Level(); {
-		case l <= zapcore.DebugLevel:
-			s.verbose = 1
-		case l == zapcore.InfoLevel:
-		case l == zapcore.WarnLevel:
-			s.info = false
-		case l == zapcore.ErrorLevel:
-			s.info, s.warning = false, false
-		default:
-			s.info, s.warning, s.errors = false, false, false
-		}
-	}
-	return s
-}
-
-// zapLevel is the most verbose level the settings enable.
-func (s *logSettings) zapLevel() zapcore.Level {
-	switch {
-	case s.verbose > 0:
-		return zapcore.DebugLevel
-	case s.info:
-		return zapcore.InfoLevel
-	case s.warning:
-		return zapcore.WarnLevel
-	case s.errors:
-		return zapcore.ErrorLevel
-	}
-	return zapcore.DPanicLevel
-}
-
 // handleLogging serves GET and POST /v2/logging. A POST sets any subset of
-// log_info, log_warning, log_error (booleans), log_verbose_level (unsigned)
-// and log_format ("default" or "ISO8601"); null values are ignored; a
-// log_file is refused (501), as Triton refuses it. The whole update is
-// checked before any of it is applied. The answer is the full settings.
+// log_info, log_warning, log_error (booleans), log_verbose_level (unsigned,
+// at most 4294967295) and log_format ("default" or "ISO8601"); null values
+// are ignored; a log_file is refused (501), as Triton refuses it. The whole
+// update is checked before any of it is applied (package settings holds
+// the state and its rules). The answer is the full settings.
 func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r, catLogging, http.MethodGet, http.MethodPost) {
+	if !h.guard(w, r, wire.Logging, http.MethodGet, http.MethodPost) {
 		return
 	}
-	s := h.logs
+	l := h.settings.Log()
 	if r.Method == http.MethodPost {
 		b, err := h.readBody(w, r, false, -1)
 		if err != nil {
@@ -73,128 +28,79 @@ func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer b.release()
-		v, err := parseJSON(b.data)
+		upd, err := parseLogUpdate(b.data)
 		if err != nil {
-			h.writeError(w, errorf(triton.InvalidArgument, "%v", err))
+			h.writeError(w, err)
 			return
 		}
-		ms := v.members()
-		var upd struct {
-			info, warning, errors *bool
-			verbose               *uint64
-			format                *string
-		}
-		notNull := func(key string) (jval, bool) {
-			v, ok := get(ms, key)
-			return v, ok && !v.isNull()
-		}
-		if _, ok := notNull("log_file"); ok {
-			h.writeError(w, errorf(triton.Unsupported, "log file location can not be updated through network protocol"))
+		if l, err = h.settings.UpdateLog(settings.HTTP, upd); err != nil {
+			h.writeError(w, wire.SettingsError(err))
 			return
 		}
-		for _, f := range []struct {
-			key string
-			dst **bool
-		}{{"log_info", &upd.info}, {"log_warning", &upd.warning}, {"log_error", &upd.errors}} {
-			if v, ok := notNull(f.key); ok {
-				b, ok := v.boolean()
-				if !ok {
-					h.writeError(w, errorf(triton.InvalidArgument, "%s", errNotBool))
-					return
-				}
-				*f.dst = &b
-			}
-		}
-		if v, ok := notNull("log_verbose_level"); ok {
-			n, ok := v.uint()
-			if !ok {
-				h.writeError(w, errorf(triton.InvalidArgument, "%s", errNotUint))
-				return
-			}
-			upd.verbose = &n
-		}
-		if v, ok := notNull("log_format"); ok {
-			f, ok := v.str()
-			if !ok {
-				h.writeError(w, errorf(triton.InvalidArgument, "%s", errNotString))
-				return
-			}
-			if string(f) != "default" && string(f) != "ISO8601" {
-				h.writeError(w, errorf(triton.Unavailable, "invalid argument for --log_format, got: %s", f))
-				return
-			}
-			str := string(f)
-			upd.format = &str
-		}
-		s.mu.Lock()
-		if upd.info != nil {
-			s.info = *upd.info
-		}
-		if upd.warning != nil {
-			s.warning = *upd.warning
-		}
-		if upd.errors != nil {
-			s.errors = *upd.errors
-		}
-		if upd.verbose != nil {
-			s.verbose = *upd.verbose
-		}
-		if upd.format != nil {
-			s.format = *upd.format
-		}
-		if s.level != nil {
-			s.level.SetLevel(s.zapLevel())
-		}
-		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	b := append(make([]byte, 0, 160), `{"log_file":"","log_info":`...)
-	b = strconv.AppendBool(b, s.info)
-	b = append(b, `,"log_warning":`...)
-	b = strconv.AppendBool(b, s.warning)
-	b = append(b, `,"log_error":`...)
-	b = strconv.AppendBool(b, s.errors)
-	b = append(b, `,"log_verbose_level":`...)
-	b = strconv.AppendUint(b, s.verbose, 10)
-	b = append(b, `,"log_format":`...)
-	b = appendJSONString(b, s.format)
-	s.mu.Unlock()
-	writeJSON(w, append(b, '}'))
+	out := append(make([]byte, 0, 160), `{"log_file":`...)
+	out = appendJSONString(out, l.File)
+	out = append(out, `,"log_info":`...)
+	out = strconv.AppendBool(out, l.Info)
+	out = append(out, `,"log_warning":`...)
+	out = strconv.AppendBool(out, l.Warning)
+	out = append(out, `,"log_error":`...)
+	out = strconv.AppendBool(out, l.Error)
+	out = append(out, `,"log_verbose_level":`...)
+	out = strconv.AppendUint(out, uint64(l.VerboseLevel), 10)
+	out = append(out, `,"log_format":`...)
+	out = appendJSONString(out, l.Format)
+	writeJSON(w, append(out, '}'))
 }
 
-// Trace levels, as bits.
-const (
-	traceTimestamps = 1 << iota
-	traceTensors
-)
-
-// traceSetting is a set of trace settings; at the model level a nil field
-// falls back to the global one.
-type traceSetting struct {
-	level        *int
-	rate         *uint32
-	count        *int32
-	logFrequency *uint32
-}
-
-// traceSettings is the state of the trace extension. The settings are
-// stored and reported as Triton reports them, but this server produces no
-// traces: the extension is not listed in the server metadata.
-type traceSettings struct {
-	mu sync.Mutex
-	// mu protects the following.
-	global traceSetting // always fully set
-	models map[string]*traceSetting
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func defaultTrace() traceSetting {
-	return traceSetting{level: ptr(0), rate: ptr[uint32](1000), count: ptr[int32](-1), logFrequency: ptr[uint32](0)}
-}
-
-func newTraceSettings() *traceSettings {
-	return &traceSettings{global: defaultTrace(), models: make(map[string]*traceSetting)}
+// parseLogUpdate reads a POST /v2/logging body, checking the JSON types
+// with Triton's messages; the values are the store's to check.
+func parseLogUpdate(data []byte) (settings.LogUpdate, error) {
+	var upd settings.LogUpdate
+	v, err := parseJSON(data)
+	if err != nil {
+		return upd, errorf(triton.InvalidArgument, "%v", err)
+	}
+	ms := v.members()
+	notNull := func(key string) (jval, bool) {
+		v, ok := get(ms, key)
+		return v, ok && !v.isNull()
+	}
+	if _, ok := notNull("log_file"); ok {
+		return upd, wire.SettingsError(settings.ErrLogFile)
+	}
+	for _, f := range []struct {
+		key string
+		dst **bool
+	}{{"log_info", &upd.Info}, {"log_warning", &upd.Warning}, {"log_error", &upd.Error}} {
+		if v, ok := notNull(f.key); ok {
+			b, ok := v.boolean()
+			if !ok {
+				return upd, errorf(triton.InvalidArgument, "%s", errNotBool)
+			}
+			*f.dst = &b
+		}
+	}
+	if v, ok := notNull("log_verbose_level"); ok {
+		n, ok := v.uint()
+		if !ok {
+			return upd, errorf(triton.InvalidArgument, "%s", errNotUint)
+		}
+		if n > math.MaxUint32 {
+			return upd, errorf(triton.InvalidArgument, "Unable to parse 'log_verbose_level', value is out of range [ 0, %d ], got: %d", uint32(math.MaxUint32), n)
+		}
+		verbose := uint32(n)
+		upd.VerboseLevel = &verbose
+	}
+	if v, ok := notNull("log_format"); ok {
+		f, ok := v.str()
+		if !ok {
+			return upd, errorf(triton.InvalidArgument, "%s", errNotString)
+		}
+		format := string(f)
+		upd.Format = &format
+	}
+	return upd, nil
 }
 
 // handleTrace serves GET and POST /v2/trace/setting (model "") and
@@ -205,7 +111,7 @@ func newTraceSettings() *traceSettings {
 // one to its default; trace_file is refused (501). The answer is the full
 // settings of the scope.
 func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model string) {
-	if !h.guard(w, r, catTrace, http.MethodGet, http.MethodPost) {
+	if !h.guard(w, r, wire.Trace, http.MethodGet, http.MethodPost) {
 		return
 	}
 	if model != "" && !h.srv.ModelReady(r.Context(), model, 0) {
@@ -216,7 +122,7 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 		h.writeError(w, errorf(triton.InvalidArgument, "Request for unknown model : %s", model))
 		return
 	}
-	ts := h.traces
+	t := h.settings.Trace(model)
 	if r.Method == http.MethodPost {
 		b, err := h.readBody(w, r, false, -1)
 		if err != nil {
@@ -224,174 +130,83 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 			return
 		}
 		defer b.release()
-		v, err := parseJSON(b.data)
-		if err != nil {
-			h.writeError(w, errorf(triton.InvalidArgument, "%v", err))
-			return
-		}
-		upd, clear, err := parseTraceUpdate(v.members())
+		upd, err := parseTraceUpdate(b.data)
 		if err != nil {
 			h.writeError(w, err)
 			return
 		}
-		ts.mu.Lock()
-		dst := &ts.global
-		if model != "" {
-			if ts.models[model] == nil {
-				ts.models[model] = &traceSetting{}
-			}
-			dst = ts.models[model]
-		}
-		def := defaultTrace()
-		if clear.level {
-			dst.level = nil
-		}
-		if clear.rate {
-			dst.rate = nil
-		}
-		if clear.count {
-			dst.count = nil
-		}
-		if clear.logFrequency {
-			dst.logFrequency = nil
-		}
-		if upd.level != nil {
-			dst.level = upd.level
-		}
-		if upd.rate != nil {
-			dst.rate = upd.rate
-		}
-		if upd.count != nil {
-			dst.count = upd.count
-		}
-		if upd.logFrequency != nil {
-			dst.logFrequency = upd.logFrequency
-		}
-		if model == "" { // the global settings are always complete
-			dst.level = cmpOr(dst.level, def.level)
-			dst.rate = cmpOr(dst.rate, def.rate)
-			dst.count = cmpOr(dst.count, def.count)
-			dst.logFrequency = cmpOr(dst.logFrequency, def.logFrequency)
-		}
-		ts.mu.Unlock()
-	}
-	ts.mu.Lock()
-	eff := ts.global
-	if m := ts.models[model]; model != "" && m != nil {
-		eff.level = cmpOr(m.level, eff.level)
-		eff.rate = cmpOr(m.rate, eff.rate)
-		eff.count = cmpOr(m.count, eff.count)
-		eff.logFrequency = cmpOr(m.logFrequency, eff.logFrequency)
-	}
-	ts.mu.Unlock()
-	b := append(make([]byte, 0, 160), `{"trace_level":[`...)
-	switch l := *eff.level; {
-	case l == 0:
-		b = append(b, `"OFF"`...)
-	default:
-		sep := ""
-		if l&traceTimestamps != 0 {
-			b = append(b, `"TIMESTAMPS"`...)
-			sep = ","
-		}
-		if l&traceTensors != 0 {
-			b = append(b, sep...)
-			b = append(b, `"TENSORS"`...)
+		if t, err = h.settings.UpdateTrace(settings.HTTP, model, upd); err != nil {
+			h.writeError(w, wire.SettingsError(err))
+			return
 		}
 	}
-	b = append(b, `],"trace_rate":"`...)
-	b = strconv.AppendUint(b, uint64(*eff.rate), 10)
-	b = append(b, `","trace_count":"`...)
-	b = strconv.AppendInt(b, int64(*eff.count), 10)
-	b = append(b, `","log_frequency":"`...)
-	b = strconv.AppendUint(b, uint64(*eff.logFrequency), 10)
-	b = append(b, `","trace_file":"","trace_mode":"triton"}`...)
-	writeJSON(w, b)
+	out := append(make([]byte, 0, 160), `{"trace_level":[`...)
+	for i, name := range t.Level.Names() {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, name)
+	}
+	out = append(out, `],"trace_rate":"`...)
+	out = strconv.AppendUint(out, uint64(t.Rate), 10)
+	out = append(out, `","trace_count":"`...)
+	out = strconv.AppendInt(out, int64(t.Count), 10)
+	out = append(out, `","log_frequency":"`...)
+	out = strconv.AppendUint(out, uint64(t.LogFrequency), 10)
+	out = append(out, `","trace_file":`...)
+	out = appendJSONString(out, t.File)
+	out = append(out, `,"trace_mode":`...)
+	out = appendJSONString(out, t.Mode)
+	writeJSON(w, append(out, '}'))
 }
 
-func cmpOr[T any](a, b *T) *T {
-	if a != nil {
-		return a
+// parseTraceUpdate reads a POST trace setting body into an update, checking
+// the JSON types with Triton's messages: null becomes a key without values
+// (clear), a string one value, a level array its names (an empty array
+// changes nothing, as in Triton). The values are the store's to check.
+func parseTraceUpdate(data []byte) (settings.TraceUpdate, error) {
+	v, err := parseJSON(data)
+	if err != nil {
+		return nil, errorf(triton.InvalidArgument, "%v", err)
 	}
-	return b
-}
-
-type traceClear struct{ level, rate, count, logFrequency bool }
-
-// parseTraceUpdate checks a trace settings update with Triton's messages.
-func parseTraceUpdate(ms []member) (traceSetting, traceClear, error) {
-	var upd traceSetting
-	var clr traceClear
-	if _, ok := get(ms, "trace_file"); ok {
-		return upd, clr, errorf(triton.Unsupported, "trace file location can not be updated through network protocol")
+	ms := v.members()
+	if _, ok := get(ms, settings.KeyTraceFile); ok {
+		return nil, wire.SettingsError(settings.ErrTraceFile)
 	}
-	if v, ok := get(ms, "trace_level"); ok {
-		if v.isNull() {
-			clr.level = true
-		} else {
-			if !v.isArray() {
-				return upd, clr, errorf(triton.InvalidArgument, "%s", errNotArray)
-			}
-			levels := v.elements()
-			level, set := 0, false
-			for _, e := range levels {
+	upd := settings.TraceUpdate{}
+	if v, ok := get(ms, settings.KeyTraceLevel); ok {
+		switch {
+		case v.isNull():
+			upd[settings.KeyTraceLevel] = nil
+		case !v.isArray():
+			return nil, errorf(triton.InvalidArgument, "%s", errNotArray)
+		default:
+			var names []string
+			for _, e := range v.elements() {
 				s, ok := e.str()
 				if !ok {
-					return upd, clr, errorf(triton.InvalidArgument, "%s", errNotString)
+					return nil, errorf(triton.InvalidArgument, "%s", errNotString)
 				}
-				switch string(s) {
-				case "OFF":
-					if len(levels) != 1 {
-						return upd, clr, errorf(triton.InvalidArgument, "Expect only one trace level 'OFF' is specified")
-					}
-					level, set = 0, true
-				case "TIMESTAMPS":
-					level, set = level|traceTimestamps, true
-				case "TENSORS":
-					level, set = level|traceTensors, true
-				}
+				names = append(names, string(s))
 			}
-			if set {
-				upd.level = &level
+			if len(names) > 0 {
+				upd[settings.KeyTraceLevel] = names
 			}
 		}
 	}
-	num := func(key string, lo, hi int64, clear *bool, set func(int64)) error {
+	for _, key := range []string{settings.KeyTraceRate, settings.KeyTraceCount, settings.KeyLogFrequency} {
 		v, ok := get(ms, key)
-		if !ok {
-			return nil
-		}
-		if v.isNull() {
-			*clear = true
-			return nil
-		}
-		s, ok := v.str()
-		if !ok {
-			return errorf(triton.InvalidArgument, "%s", errNotString)
-		}
-		n, err := strconv.ParseInt(string(s), 10, 64)
-		if err != nil {
-			if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange {
-				return errorf(triton.InvalidArgument, "Unable to parse '%s', got: %s", key, s)
+		switch {
+		case !ok:
+		case v.isNull():
+			upd[key] = nil
+		default:
+			s, ok := v.str()
+			if !ok {
+				return nil, errorf(triton.InvalidArgument, "%s", errNotString)
 			}
+			upd[key] = []string{string(s)}
 		}
-		if err != nil || n < lo || n > hi {
-			if key == "trace_count" && err == nil && n < lo {
-				return errorf(triton.InvalidArgument, "Unable to parse 'trace_count'. Expecting value >= -1, got:%s", s)
-			}
-			return errorf(triton.InvalidArgument, "Unable to parse '%s', value is out of range [ %d, %d ], got: %s", key, lo, hi, s)
-		}
-		set(n)
-		return nil
 	}
-	if err := num("trace_rate", 0, math.MaxUint32, &clr.rate, func(n int64) { upd.rate = ptr(uint32(n)) }); err != nil {
-		return upd, clr, err
-	}
-	if err := num("trace_count", -1, math.MaxInt32, &clr.count, func(n int64) { upd.count = ptr(int32(n)) }); err != nil {
-		return upd, clr, err
-	}
-	if err := num("log_frequency", 0, math.MaxUint32, &clr.logFrequency, func(n int64) { upd.logFrequency = ptr(uint32(n)) }); err != nil {
-		return upd, clr, err
-	}
-	return upd, clr, nil
+	return upd, nil
 }

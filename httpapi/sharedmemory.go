@@ -6,30 +6,9 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/sysshm"
 )
-
-// errSHMDisabled answers shared-memory calls when [WithSharedMemory] was
-// not given, with the message of Triton started without
-// --allow-client-shm.
-var errSHMDisabled = errorf(triton.Unsupported, "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.")
-
-// shmError gives an error of package sysshm its Triton code; the message,
-// already Triton's, is kept.
-func shmError(err error) error {
-	code := triton.Internal // the OS failing on a correctly named object
-	switch {
-	case errors.Is(err, sysshm.ErrNotFound):
-		code = triton.NotFound
-	case errors.Is(err, sysshm.ErrAlreadyExists):
-		code = triton.AlreadyExists
-	case errors.Is(err, sysshm.ErrInvalid):
-		code = triton.InvalidArgument
-	case errors.Is(err, errors.ErrUnsupported):
-		code = triton.Unsupported
-	}
-	return &triton.Error{Code: code, Err: err}
-}
 
 // handleSystemSharedMemory serves /v2/systemsharedmemory[/region/{r}]/
 // {status,register,unregister}.
@@ -38,7 +17,7 @@ func (h *handler) handleSystemSharedMemory(w http.ResponseWriter, r *http.Reques
 	if action == "status" {
 		m = http.MethodGet
 	}
-	if !h.guard(w, r, catSharedMemory, m) {
+	if !h.guard(w, r, wire.SharedMemory, m) {
 		return
 	}
 	switch action {
@@ -72,7 +51,7 @@ func (h *handler) handleSystemSharedMemory(w http.ResponseWriter, r *http.Reques
 		writeJSON(w, append(b, ']'))
 	case "register":
 		if h.shm == nil {
-			h.writeError(w, errSHMDisabled)
+			h.writeError(w, wire.ErrSHMDisabled)
 			return
 		}
 		if region == "" {
@@ -85,13 +64,13 @@ func (h *handler) handleSystemSharedMemory(w http.ResponseWriter, r *http.Reques
 			return
 		}
 		if err := h.shm.Register(region, key, offset, size); err != nil {
-			h.writeError(w, shmError(err))
+			h.writeError(w, wire.SHMError(err))
 			return
 		}
 		writeJSONEmpty(w)
 	case "unregister":
 		if h.shm == nil {
-			h.writeError(w, errSHMDisabled)
+			h.writeError(w, wire.ErrSHMDisabled)
 			return
 		}
 		var err error
@@ -101,7 +80,7 @@ func (h *handler) handleSystemSharedMemory(w http.ResponseWriter, r *http.Reques
 			err = nil // Triton answers success for a region it does not have
 		}
 		if err != nil {
-			h.writeError(w, shmError(err))
+			h.writeError(w, wire.SHMError(err))
 			return
 		}
 		writeJSONEmpty(w)
@@ -152,7 +131,7 @@ func (h *handler) handleCUDASharedMemory(w http.ResponseWriter, r *http.Request,
 	if action == "status" {
 		m = http.MethodGet
 	}
-	if !h.guard(w, r, catSharedMemory, m) {
+	if !h.guard(w, r, wire.SharedMemory, m) {
 		return
 	}
 	switch action {
@@ -170,7 +149,7 @@ func (h *handler) handleCUDASharedMemory(w http.ResponseWriter, r *http.Request,
 		h.writeError(w, errorf(triton.NotFound, "Unable to find cuda shared memory region: '%s'", region))
 	case "register":
 		if h.shm == nil {
-			h.writeError(w, errSHMDisabled)
+			h.writeError(w, wire.ErrSHMDisabled)
 			return
 		}
 		if region == "" {
@@ -180,7 +159,7 @@ func (h *handler) handleCUDASharedMemory(w http.ResponseWriter, r *http.Request,
 		h.writeError(w, errorf(triton.InvalidArgument, "failed to register CUDA shared memory region: '%s', GPUs not supported", region))
 	case "unregister":
 		if h.shm == nil {
-			h.writeError(w, errSHMDisabled)
+			h.writeError(w, wire.ErrSHMDisabled)
 			return
 		}
 		writeJSONEmpty(w)

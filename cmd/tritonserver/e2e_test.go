@@ -32,6 +32,7 @@ type binaryServer struct {
 	cmd     *exec.Cmd
 	http    string // base URL
 	metrics string
+	grpc    string // host:port
 	exited  chan error
 }
 
@@ -43,7 +44,7 @@ func startBinary(t *testing.T, args ...string) *binaryServer {
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build: %v", err)
 	}
-	cmd := exec.Command(bin, append([]string{"--http-port=0", "--metrics-port=0", "--allow-grpc=false", "--log-info=false"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--http-port=0", "--metrics-port=0", "--grpc-port=0", "--grpc-address=127.0.0.1", "--log-info=false"}, args...)...)
 	cmd.Dir = "."
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -56,20 +57,23 @@ func startBinary(t *testing.T, args ...string) *binaryServer {
 	}
 	s := &binaryServer{t: t, cmd: cmd, exited: make(chan error, 1)}
 	lines := bufio.NewScanner(stdout)
-	addr := regexp.MustCompile(`^(http|metrics) listening on .*:(\d+)$`)
+	addr := regexp.MustCompile(`^(http|metrics|grpc) listening on .*:(\d+)$`)
 	deadline := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
 	defer deadline.Stop()
-	for (s.http == "" || s.metrics == "") && lines.Scan() {
+	for (s.http == "" || s.metrics == "" || s.grpc == "") && lines.Scan() {
 		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
 			url := "http://127.0.0.1:" + m[2]
-			if m[1] == "http" {
+			switch m[1] {
+			case "http":
 				s.http = url
-			} else {
+			case "metrics":
 				s.metrics = url
+			case "grpc":
+				s.grpc = "127.0.0.1:" + m[2]
 			}
 		}
 	}
-	if s.http == "" || s.metrics == "" {
+	if s.http == "" || s.metrics == "" || s.grpc == "" {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the server did not start; stderr:\n%s", stderr.String())
 	}

@@ -24,11 +24,13 @@ type config struct {
 
 	allowHTTP, allowGRPC, allowMetrics bool
 	httpPort, grpcPort, metricsPort    int
-	httpAddress, metricsAddress        string
+	httpAddress, grpcAddress           string
+	metricsAddress                     string
 	allowGPUMetrics, allowCPUMetrics   bool
 	metricsConfig                      map[string]string
 	allowClientShm                     bool
-	restrictedAPIs                     []restrictedAPI
+	restrictedAPIs                     []restrictedAPI // --http-restricted-api
+	restrictedProtocols                []restrictedAPI // --grpc-restricted-protocol
 
 	rateLimit          string
 	rateLimitResources []string
@@ -40,7 +42,8 @@ type config struct {
 	logInfo    bool
 }
 
-// restrictedAPI is one --http-restricted-api=<categories>:<key>=<value>.
+// restrictedAPI is one --http-restricted-api or --grpc-restricted-protocol
+// flag: <categories>:<key>=<value>.
 type restrictedAPI struct {
 	categories []string
 	key, value string
@@ -61,7 +64,7 @@ func parseFlags(args []string, warn io.Writer) (config, error) {
 	var (
 		c                                              config
 		repos, loads, restricted, metricsCfg, backends list
-		resources                                      list
+		resources, restrictedGRPC                      list
 		exitSecs                                       int
 	)
 	fs.Var(&repos, "model-repository", "model repository folder (repeatable)")
@@ -80,12 +83,14 @@ func parseFlags(args []string, warn io.Writer) (config, error) {
 	fs.IntVar(&c.grpcPort, "grpc-port", 8001, "gRPC port")
 	fs.IntVar(&c.metricsPort, "metrics-port", 8002, "metrics port")
 	fs.StringVar(&c.httpAddress, "http-address", "0.0.0.0", "HTTP address")
+	fs.StringVar(&c.grpcAddress, "grpc-address", "0.0.0.0", "gRPC address")
 	fs.StringVar(&c.metricsAddress, "metrics-address", "0.0.0.0", "metrics address")
 	fs.BoolVar(&c.allowGPUMetrics, "allow-gpu-metrics", true, "GPU metrics (where a driver exists)")
 	fs.BoolVar(&c.allowCPUMetrics, "allow-cpu-metrics", true, "CPU metrics")
 	fs.Var(&metricsCfg, "metrics-config", "<key>=<value>: counter_latencies, summary_latencies, histogram_latencies, summary_quantiles (repeatable)")
 	fs.BoolVar(&c.allowClientShm, "allow-client-shm", false, "allow system shared-memory registration")
 	fs.Var(&restricted, "http-restricted-api", "<category>[,<category>...]:<key>=<value> (repeatable)")
+	fs.Var(&restrictedGRPC, "grpc-restricted-protocol", "<category>[,<category>...]:<key>=<value> (repeatable)")
 	fs.StringVar(&c.rateLimit, "rate-limit", "off", "off or execution_count")
 	fs.Var(&resources, "rate-limit-resource", "<name>:<count>[:<device>] (repeatable)")
 	fs.Int64Var(&c.responseCacheBytes, "response-cache-byte-size", 0, "response cache size in bytes")
@@ -146,15 +151,28 @@ func parseFlags(args []string, warn io.Writer) (config, error) {
 		}
 		c.backendConfig[name][k] = v
 	}
-	for _, r := range restricted {
+	var err error
+	if c.restrictedAPIs, err = parseRestrictions("http-restricted-api", restricted); err != nil {
+		return c, err
+	}
+	if c.restrictedProtocols, err = parseRestrictions("grpc-restricted-protocol", restrictedGRPC); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// parseRestrictions reads the values of a restriction flag.
+func parseRestrictions(flag string, values []string) ([]restrictedAPI, error) {
+	var out []restrictedAPI
+	for _, r := range values {
 		cats, kv, ok := strings.Cut(r, ":")
 		k, v, ok2 := strings.Cut(kv, "=")
 		if !ok || !ok2 || cats == "" || k == "" {
-			return c, fmt.Errorf("--http-restricted-api %q: want <category>[,<category>...]:<key>=<value>", r)
+			return nil, fmt.Errorf("--%s %q: want <category>[,<category>...]:<key>=<value>", flag, r)
 		}
-		c.restrictedAPIs = append(c.restrictedAPIs, restrictedAPI{categories: strings.Split(cats, ","), key: k, value: v})
+		out = append(out, restrictedAPI{categories: strings.Split(cats, ","), key: k, value: v})
 	}
-	return c, nil
+	return out, nil
 }
 
 // backendInt reads an integer --backend-config for a backend (or for all).

@@ -1,10 +1,10 @@
-// Command tritonserver serves a Triton model repository over HTTP/REST (the
-// KServe v2 protocol with Triton's extensions) and exports Prometheus
-// metrics, with tritonserver's flags, so that existing deployments keep
+// Command tritonserver serves a Triton model repository over HTTP/REST and
+// gRPC (the KServe v2 protocol with Triton's extensions) and exports
+// Prometheus metrics, with tritonserver's flags, so that existing deployments keep
 // their arguments:
 //
 //	tritonserver --model-repository=/models [--model-control-mode=explicit --load-model=m] \
-//	    [--http-port=8000] [--metrics-port=8002] [--exit-timeout-secs=30] ...
+//	    [--http-port=8000] [--grpc-port=8001] [--metrics-port=8002] [--exit-timeout-secs=30] ...
 //
 // It serves ONNX models with ONNX Runtime and, for the example repository,
 // a Go backend compiled in ("reverse"). SIGTERM and SIGINT shut it down
@@ -32,13 +32,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
 	"github.com/triton-go/triton/metrics"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/sysshm"
 	"github.com/triton-go/triton/tensor"
 )
@@ -102,16 +105,24 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return l.Addr(), nil
 	}
 
+	// One shared-memory registry for both protocols, as in Triton: a region
+	// registered over HTTP serves gRPC requests too.
+	// One settings store: log and trace settings changed over either
+	// protocol are the server's, as in Triton.
+	st := settings.NewStore(level)
+	var shm *sysshm.Registry
+	if cfg.allowClientShm {
+		shm = sysshm.NewRegistry()
+		defer shm.Close()
+	}
 	if cfg.allowHTTP {
-		hopts := []httpapi.Option{httpapi.WithLogger(logger), httpapi.WithLogLevel(level)}
+		hopts := []httpapi.Option{httpapi.WithLogger(logger), httpapi.WithSettings(st)}
 		for _, r := range cfg.restrictedAPIs {
 			for _, cat := range r.categories {
 				hopts = append(hopts, httpapi.WithRestrictedAPI(cat, r.key, r.value))
 			}
 		}
-		if cfg.allowClientShm {
-			shm := sysshm.NewRegistry()
-			defer shm.Close()
+		if shm != nil {
 			hopts = append(hopts, httpapi.WithSharedMemory(shm))
 		}
 		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), httpapi.NewHandler(srv, hopts...))
@@ -121,8 +132,33 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		fmt.Fprintf(out, "try:\n  curl -s localhost:%d/v2/models/text_reverse/infer -d '%s'\n",
 			addr.(*net.TCPAddr).Port, `{"inputs":[{"name":"TEXT","shape":[2],"datatype":"BYTES","data":["hello","triton"]}]}`)
 	}
+	var gs *grpc.Server
 	if cfg.allowGRPC {
-		logger.Warn("the gRPC endpoint is not available in this build yet; serving HTTP only", zap.Int("grpc-port", cfg.grpcPort))
+		gopts := []grpcapi.Option{grpcapi.WithLogger(logger), grpcapi.WithSettings(st)}
+		for _, r := range cfg.restrictedProtocols {
+			for _, cat := range r.categories {
+				gopts = append(gopts, grpcapi.WithRestrictedProtocol(cat, r.key, r.value))
+			}
+		}
+		if shm != nil {
+			gopts = append(gopts, grpcapi.WithSharedMemory(shm))
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(cfg.grpcAddress, strconv.Itoa(cfg.grpcPort)))
+		if err != nil {
+			return fmt.Errorf("grpc: %w", err)
+		}
+		gs = grpc.NewServer(grpcapi.ServerOptions()...)
+		grpcapi.New(srv, gopts...).Register(gs)
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := gs.Serve(l); err != nil {
+				logger.Error("serving", zap.String("server", "grpc"), zap.Error(err))
+			}
+		}()
+		defer func() { gs.Stop(); <-served }()
+		logger.Info("listening", zap.String("server", "grpc"), zap.String("address", l.Addr().String()))
+		fmt.Fprintf(out, "grpc listening on %s\n", l.Addr())
 	}
 	if cfg.allowMetrics {
 		reg := prometheus.NewRegistry()
@@ -156,6 +192,15 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	for _, hs := range servers {
 		if err := hs.Shutdown(sctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if gs != nil {
+		// Calls still open (streams) end when the deferred Stop runs.
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-sctx.Done():
 		}
 	}
 	return errors.Join(errs...)

@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"warmup":        {"tensor", "modelconfig"},
 	"responsecache": {"tensor"},
 	"sysshm":        {},
+	"settings":      {},
 }
 
 // rootForbidden are imports the root package must never have: wire

@@ -1,11 +1,13 @@
-package httpapi
+package wire
 
 import (
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/tensor"
@@ -15,14 +17,14 @@ import (
 // a classified output.
 const maxClassElements = 1_000_000
 
-// classify replaces an output by its top k classes (classification
+// Classify replaces an output by its top k classes (classification
 // extension, protocol spec §1.8): a BYTES tensor of "<value>:<index>"
 // strings, highest value first (":<label>" appended when the output's
 // label_filename has a line for the index), of shape [batch, k'] for a batching model
 // ([k'] otherwise), k' = min(k, elements per batch item). Values print as
 // C++'s std::to_string does (floats with 6 decimals); index is the
 // position in the batch item's flattened tensor; ties keep index order.
-func classify(t tensor.Tensor, k uint64, batching bool, labels []string) (tensor.Tensor, error) {
+func Classify(t tensor.Tensor, k uint64, batching bool, labels []string) (tensor.Tensor, error) {
 	switch t.DataType {
 	case tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64,
 		tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64, tensor.FP32, tensor.FP64:
@@ -111,4 +113,20 @@ func classify(t tensor.Tensor, k uint64, batching bool, labels []string) (tensor
 		shape = tensor.Shape{items, kk}
 	}
 	return tensor.Tensor{Name: t.Name, DataType: tensor.Bytes, Shape: shape, Data: out}, nil
+}
+
+// errorf makes an error with a code, worded as Triton words it.
+func errorf(code triton.Code, format string, args ...any) error {
+	return &triton.Error{Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// Aligned returns data, or a copy of it where it does not start at a
+// multiple of dt's element size: backends view inputs as typed slices
+// (tensor.View), which needs aligned memory.
+func Aligned(data []byte, dt tensor.DataType) []byte {
+	size := uintptr(dt.Size())
+	if len(data) == 0 || size <= 1 || uintptr(unsafe.Pointer(unsafe.SliceData(data)))%size == 0 {
+		return data
+	}
+	return append(make([]byte, 0, len(data)), data...)
 }

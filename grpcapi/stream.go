@@ -1,0 +1,301 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/wire"
+)
+
+// maxStreamInFlight bounds the requests of one ModelStreamInfer stream
+// that are running or waiting for their sequence's turn; once it is
+// reached the stream stops reading requests until one is answered, so
+// that gRPC's flow control pushes back on the client.
+const maxStreamInFlight = 1024
+
+// ModelStreamInfer serves a bidirectional stream of inference requests
+// (protocol spec §2.4). Requests run concurrently as they arrive, except
+// that the requests of one sequence (the same model and sequence_id) run
+// one after the other, in the order they came, so that their responses
+// also keep that order. Every response is final: its infer_response
+// carries the parameter triton_final_response = true (decoupled models
+// answer once on this server).
+//
+// A failed request is answered in band, with error_message and an
+// infer_response holding only the request's id, model_name and
+// model_version, and the stream goes on — unless the client sent the
+// metadata "triton_grpc_error: true": then the first failure ends the
+// stream with its status and cancels the requests still running.
+//
+// When the client closes its side, the stream ends once every request has
+// been answered. When the client cancels, in-flight requests are cancelled
+// and the stream ends after they have returned.
+func (s *Service) ModelStreamInfer(stream grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]) error {
+	parent := stream.Context()
+	if err := s.allowed(parent, wire.Inference); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	st := &inferStream{
+		s:          s,
+		stream:     stream,
+		ctx:        ctx,
+		cancel:     cancel,
+		grpcErrors: wantsGRPCErrors(parent),
+		slots:      make(chan struct{}, maxStreamInFlight),
+		fatal:      make(chan struct{}),
+	}
+
+	// Recv blocks until the client sends or the stream ends, so it runs on
+	// a goroutine of its own while this one dispatches requests and can
+	// stop at once when a request fails the stream. A request is handed
+	// over before the next Recv, and recvDone closes after the last
+	// hand-over.
+	reqs := make(chan *inferencepb.ModelInferRequest)
+	recvDone := make(chan struct{})
+	var recvErr error
+	go func() {
+		defer close(recvDone)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				recvErr = err
+				return
+			}
+			select {
+			case reqs <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	received := false // recvDone closed
+loop:
+	for {
+		select {
+		case r := <-reqs:
+			select {
+			case st.slots <- struct{}{}:
+				st.dispatch(r)
+			case <-ctx.Done():
+				break loop
+			}
+		case <-recvDone:
+			received = true
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+
+	if received && recvErr == io.EOF {
+		// The client is done sending: answer what is in flight.
+		st.wg.Wait()
+	} else {
+		cancel()
+		st.wg.Wait()
+	}
+	select {
+	case <-st.fatal:
+		// The receiver may still be in Recv, which only returns once this
+		// handler has returned and gRPC has closed the stream; it then
+		// ends at once.
+		return st.fatalErr
+	default:
+	}
+	if err := parent.Err(); err != nil {
+		<-recvDone // Recv returns once the stream's context has ended
+		return status.FromContextError(err).Err()
+	}
+	if received && recvErr != io.EOF {
+		return recvErr
+	}
+	if st.sendErr != nil {
+		return st.sendErr
+	}
+	return nil
+}
+
+// wantsGRPCErrors reports whether the client asked for errors as the
+// stream's status (metadata triton_grpc_error: true).
+func wantsGRPCErrors(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("triton_grpc_error") {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// inferStream is one ModelStreamInfer call.
+type inferStream struct {
+	s          *Service
+	stream     grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]
+	ctx        context.Context // the requests' context: ends with the stream or its first fatal error
+	cancel     context.CancelFunc
+	grpcErrors bool
+	slots      chan struct{} // one per request dispatched and not yet answered
+	wg         sync.WaitGroup
+
+	mu   sync.Mutex
+	seqs map[seqKey]*seqQueue // sequences with a request running
+
+	sendMu  sync.Mutex
+	sendErr error // the first failed Send
+
+	fatalOnce sync.Once
+	fatal     chan struct{} // closed on the first error when grpcErrors
+	fatalErr  error
+}
+
+// seqKey identifies a sequence: its model and correlation ID.
+type seqKey struct {
+	model string
+	id    uint64
+	str   string
+}
+
+// seqQueue holds the requests of a sequence that wait for the one running.
+type seqQueue struct {
+	pending []*inferencepb.ModelInferRequest
+}
+
+// sequenceKey returns the sequence a request belongs to; ok is false for a
+// request outside any sequence (no sequence_id, 0 or ""). A sequence_id of
+// a wrong type is left to fail when the request runs.
+func sequenceKey(r *inferencepb.ModelInferRequest) (k seqKey, ok bool) {
+	switch v := r.GetParameters()["sequence_id"].GetParameterChoice().(type) {
+	case *inferencepb.InferParameter_Int64Param:
+		if v.Int64Param != 0 {
+			return seqKey{model: r.GetModelName(), id: uint64(v.Int64Param)}, true
+		}
+	case *inferencepb.InferParameter_StringParam:
+		if v.StringParam != "" {
+			return seqKey{model: r.GetModelName(), str: v.StringParam}, true
+		}
+	}
+	return seqKey{}, false
+}
+
+// dispatch starts r, or queues it behind the running request of its
+// sequence. The caller holds a slot for r.
+func (st *inferStream) dispatch(r *inferencepb.ModelInferRequest) {
+	key, ok := sequenceKey(r)
+	if !ok {
+		st.wg.Add(1)
+		go func() {
+			defer st.wg.Done()
+			st.handle(r)
+		}()
+		return
+	}
+	st.mu.Lock()
+	if q, running := st.seqs[key]; running {
+		q.pending = append(q.pending, r)
+		st.mu.Unlock()
+		return
+	}
+	if st.seqs == nil {
+		st.seqs = make(map[seqKey]*seqQueue)
+	}
+	q := &seqQueue{}
+	st.seqs[key] = q
+	st.mu.Unlock()
+	st.wg.Add(1)
+	go st.runSequence(key, q, r)
+}
+
+// runSequence handles r and then the requests queued behind it, in order,
+// until the sequence has none waiting.
+func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *inferencepb.ModelInferRequest) {
+	defer st.wg.Done()
+	for {
+		st.handle(r)
+		st.mu.Lock()
+		if len(q.pending) == 0 {
+			delete(st.seqs, key)
+			st.mu.Unlock()
+			return
+		}
+		r = q.pending[0]
+		q.pending[0] = nil
+		q.pending = q.pending[1:]
+		st.mu.Unlock()
+	}
+}
+
+// handle runs one request, answers it and frees its slot.
+func (st *inferStream) handle(r *inferencepb.ModelInferRequest) {
+	defer func() { <-st.slots }()
+	resp, err := st.s.infer(st.ctx, r, true)
+	if err != nil {
+		st.fail(r, err)
+		return
+	}
+	resp.Parameters = finalResponse()
+	st.send(&inferencepb.ModelStreamInferResponse{InferResponse: resp})
+}
+
+// fail answers a failed request in band, or ends the stream with its
+// status when the client asked for that.
+func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error) {
+	err = st.s.toStatus(err)
+	if st.grpcErrors {
+		st.fatalOnce.Do(func() {
+			st.fatalErr = err
+			close(st.fatal)
+			st.cancel()
+		})
+		return
+	}
+	st.send(&inferencepb.ModelStreamInferResponse{
+		ErrorMessage: status.Convert(err).Message(),
+		InferResponse: &inferencepb.ModelInferResponse{
+			ModelName:    r.GetModelName(),
+			ModelVersion: r.GetModelVersion(),
+			Id:           r.GetId(),
+			Parameters:   finalResponse(),
+		},
+	})
+}
+
+// send writes m on the stream, one message at a time. Nothing is sent
+// once the stream has failed.
+func (st *inferStream) send(m *inferencepb.ModelStreamInferResponse) {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
+	select {
+	case <-st.fatal:
+		return
+	default:
+	}
+	if st.sendErr != nil {
+		return
+	}
+	if err := st.stream.Send(m); err != nil {
+		// The stream is broken (the client went away): stop the rest.
+		if _, ok := status.FromError(err); !ok || errors.Is(err, io.EOF) {
+			err = status.Error(codes.Unavailable, err.Error())
+		}
+		st.sendErr = err
+		st.cancel()
+	}
+}
+
+// finalResponse returns the parameters of a final response.
+func finalResponse() map[string]*inferencepb.InferParameter {
+	return map[string]*inferencepb.InferParameter{
+		"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}},
+	}
+}
