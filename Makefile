@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs:
-#   make run    serve the example model repository over HTTP (cmd/tritonserver; Ctrl-C stops it)
+#   make run    serve the example model repository over HTTP and gRPC (cmd/tritonserver; Ctrl-C stops it)
 #   make test   every test, race detector on, plus short fuzzing runs
 # Both install what they need first (scripts/deps.sh), idempotently.
 
@@ -43,7 +43,7 @@ fuzz:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 . ./tensor ./backend
 
-# Regenerates modelconfig/model_config.pb.go from our .proto (installs protoc if missing).
+# Regenerates the Go code of our .proto files (modelconfig, grpcapi/inferencepb, grpcapi/healthpb; installs protoc and the plugins if missing).
 generate:
 	scripts/gen-proto.sh
 
