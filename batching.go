@@ -30,8 +30,23 @@ type batchWork struct {
 
 var workPool = sync.Pool{New: func() any { return new(batchWork) }}
 
-// batcherConfig translates dynamic_batching into the batcher's terms.
+// batcherConfig translates dynamic_batching into the batcher's terms, or
+// sequence_batching's: the requests of a sequence model that are ready to
+// run (one per sequence at a time) batch like a dynamic batcher's, with the
+// strategy's preferred sizes and queue delay.
 func batcherConfig(cfg *modelconfig.ModelConfig) batcher.Config {
+	if sb := cfg.GetSequenceBatching(); sb != nil {
+		bc := batcher.Config{MaxBatchSize: int64(cfg.GetMaxBatchSize())}
+		if o := sb.GetOldest(); o != nil {
+			bc.MaxQueueDelay = time.Duration(o.GetMaxQueueDelayMicroseconds()) * time.Microsecond
+			for _, p := range o.GetPreferredBatchSize() {
+				bc.PreferredSizes = append(bc.PreferredSizes, int64(p))
+			}
+		} else {
+			bc.MaxQueueDelay = time.Duration(sb.GetDirect().GetMaxQueueDelayMicroseconds()) * time.Microsecond
+		}
+		return bc
+	}
 	db := cfg.GetDynamicBatching()
 	bc := batcher.Config{
 		MaxBatchSize:    int64(cfg.GetMaxBatchSize()),
@@ -67,7 +82,7 @@ func queuePolicy(p *modelconfig.ModelQueuePolicy) batcher.QueuePolicy {
 // startBatcher creates the version's dynamic batcher, when its config asks
 // for one. It must run after start (the batcher takes instances from idle).
 func (v *version) startBatcher() error {
-	if v.cfg.GetDynamicBatching() == nil {
+	if v.cfg.GetDynamicBatching() == nil && (v.cfg.GetSequenceBatching() == nil || v.sig.maxBatch == 0) {
 		return nil
 	}
 	v.ordered = v.cfg.GetDynamicBatching().GetPreserveOrdering()
@@ -156,6 +171,7 @@ func (v *version) lead(w *batchWork) {
 		w.reqs = append(w.reqs, &c.req)
 	}
 	w.batch.Reset(true, w.reqs)
+	w.batch.SetLayouts(v.sig.layouts)
 	// A batch of several requests is not cancelled by any one of them: each
 	// was checked when the batch was formed, and the others still want
 	// their answers.

@@ -60,6 +60,9 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 	if err := ctx.Err(); err != nil {
 		return nil, v.fail(&t, batch, v.errorf(req, classify(err, Cancelled), err))
 	}
+	if v.seq != nil {
+		return v.inferSequence(ctx, req, batch, &t)
+	}
 	if v.cache != nil {
 		return v.inferCached(ctx, req, batch, &t)
 	}
@@ -93,6 +96,7 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 		return nil, v.fail(t, batch, v.errorf(req, classify(err, Unavailable), err))
 	}
 	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
+	c.batch.SetLayouts(v.sig.layouts)
 	t.computeStart = t.start
 	if inst.waited {
 		t.computeStart = now()
@@ -120,8 +124,8 @@ func (v *version) reshapeInputs(c *call, inputs []tensor.Tensor) []tensor.Tensor
 	c.in = append(c.in[:0], inputs...)
 	for i := range c.in {
 		ts := v.sig.input(c.in[i].Name)
-		if ts.reshape != nil {
-			c.in[i].Shape = v.sig.reshape(c.in[i].Shape, ts.dims, ts.reshape)
+		if ts != nil && ts.reshape != nil { // nil: a sequence control or state input
+			c.in[i].Shape = v.sig.reshape(c.in[i].Shape, ts.dims, ts.reshape, !ts.shared)
 		}
 	}
 	return c.in

@@ -157,6 +157,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
 	}
 	v := newVersion(md.Name, n, cfg, name, m, log)
+	if err := v.sig.compileLayouts(cfg); err != nil {
+		_ = v.close(ErrServerClosed)
+		return nil, withCode(InvalidArgument, err)
+	}
 	v.observers = s.opts.observers
 	v.labels = labels
 	if s.cache != nil && cfg.GetResponseCache().GetEnable() {
@@ -207,6 +211,14 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	if err := v.startBatcher(); err != nil {
 		_ = v.close(ErrServerClosed)
 		return nil, withCode(InvalidArgument, err)
+	}
+	if cfg.GetSequenceBatching() != nil {
+		seq, err := newSequencer(v, md.FS, v.activeInstances())
+		if err != nil {
+			_ = v.close(ErrServerClosed)
+			return nil, withCode(InvalidArgument, err)
+		}
+		v.seq = seq
 	}
 	log.Debug("model version loaded", zap.Int("instances", len(v.pool)))
 	return v, nil

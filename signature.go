@@ -1,10 +1,13 @@
 package triton
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
@@ -18,6 +21,7 @@ type tensorSpec struct {
 	reshape  tensor.Shape // what the backend sees instead of dims; nil when none
 	optional bool
 	ragged   bool // allow_ragged_batch: requests of different shapes may share a batch
+	shared   bool // one value for the whole batch: no batch dimension
 }
 
 // signature is the compiled input/output contract of a model version.
@@ -28,6 +32,13 @@ type signature struct {
 	outputs  []tensorSpec
 	required int  // inputs that are not optional
 	reshapes bool // some input has a reshape
+	// layouts are the tensors whose batch is not their first dimension
+	// (config parameters "batch_axis:<name>" and "batch_shared:<name>");
+	// nil when there are none.
+	layouts map[string]backend.Layout
+	// states are the implicit state outputs of a sequence model: the
+	// backend produces them beside the config's outputs.
+	states map[string]bool
 }
 
 func compileSignature(cfg *modelconfig.ModelConfig) signature {
@@ -57,7 +68,68 @@ func compileSignature(cfg *modelconfig.ModelConfig) signature {
 		}
 		sig.outputs = append(sig.outputs, ts)
 	}
+	for _, st := range cfg.GetSequenceBatching().GetState() {
+		if sig.states == nil {
+			sig.states = map[string]bool{}
+		}
+		sig.states[st.GetOutputName()] = true
+	}
 	return sig
+}
+
+// compileLayouts reads the layout parameters of a batching model
+// (backend.BatchAxisParameter, backend.BatchSharedParameter). Only state
+// tensors may move their batch axis, and only inputs may be shared.
+func (sig *signature) compileLayouts(cfg *modelconfig.ModelConfig) error {
+	set := func(name string, l backend.Layout) {
+		if sig.layouts == nil {
+			sig.layouts = map[string]backend.Layout{}
+		}
+		sig.layouts[name] = l
+	}
+	states := map[string]bool{}
+	for _, st := range cfg.GetSequenceBatching().GetState() {
+		states[st.GetInputName()], states[st.GetOutputName()] = true, true
+		if sig.maxBatch == 0 {
+			continue
+		}
+		axis, err := backend.StateBatchAxis(cfg, st)
+		if err != nil {
+			return err
+		}
+		if axis > 0 {
+			set(st.GetInputName(), backend.Layout{Axis: axis})
+			set(st.GetOutputName(), backend.Layout{Axis: axis})
+		}
+	}
+	for key, p := range cfg.GetParameters() {
+		switch {
+		case strings.HasPrefix(key, backend.BatchAxisParameter):
+			if name := strings.TrimPrefix(key, backend.BatchAxisParameter); !states[name] {
+				return fmt.Errorf("parameter %q: '%s' is not a sequence_batching state tensor of model '%s' (only state tensors may carry the batch in another dimension)", key, name, sig.model)
+			}
+		case strings.HasPrefix(key, backend.BatchSharedParameter):
+			name := strings.TrimPrefix(key, backend.BatchSharedParameter)
+			ts := sig.input(name)
+			if ts == nil {
+				return fmt.Errorf("parameter %q: model '%s' has no input '%s'", key, sig.model, name)
+			}
+			shared, err := strconv.ParseBool(p.GetStringValue())
+			if err != nil {
+				return fmt.Errorf("parameter %q: want true or false, got %q", key, p.GetStringValue())
+			}
+			if shared {
+				ts.shared = true
+				set(name, backend.Layout{Shared: true})
+			}
+		default:
+			continue
+		}
+		if sig.maxBatch == 0 {
+			return fmt.Errorf("parameter %q: model '%s' does not batch (max_batch_size 0)", key, sig.model)
+		}
+	}
+	return nil
 }
 
 func (sig *signature) input(name string) *tensorSpec {
@@ -81,7 +153,7 @@ func (sig *signature) output(name string) *tensorSpec {
 // fullShape returns the shape clients see for spec: dims, with a -1 batch
 // dimension in front when the model batches.
 func (sig *signature) fullShape(ts *tensorSpec) tensor.Shape {
-	if sig.maxBatch > 0 {
+	if sig.maxBatch > 0 && !ts.shared {
 		return append(tensor.Shape{-1}, ts.dims...)
 	}
 	return ts.dims
@@ -110,7 +182,7 @@ func (sig *signature) checkInputs(inputs []tensor.Tensor) (int64, error) {
 			return 0, fmt.Errorf("inference input '%s' data-type is '%s', but model '%s' expects '%s'", in.Name, in.DataType, sig.model, ts.dtype)
 		}
 		shape := in.Shape
-		if sig.maxBatch > 0 {
+		if sig.maxBatch > 0 && !ts.shared {
 			if len(shape) != len(ts.dims)+1 || !shape[1:].Matches(ts.dims) {
 				return 0, sig.shapeError(ts, shape)
 			}
@@ -185,10 +257,10 @@ func (sig *signature) checkOutputs(names []string) error {
 // model batches) replaced by to, the -1 entries of to taken in order from
 // the -1 entries of from. The element count is unchanged; the config
 // validation made sure of that.
-func (sig *signature) reshape(shape, from, to tensor.Shape) tensor.Shape {
+func (sig *signature) reshape(shape, from, to tensor.Shape, batched bool) tensor.Shape {
 	out := make(tensor.Shape, 0, len(to)+1)
 	rest := shape
-	if sig.maxBatch > 0 {
+	if sig.maxBatch > 0 && batched {
 		out = append(out, shape[0])
 		rest = shape[1:]
 	}
@@ -212,6 +284,9 @@ func (sig *signature) reshape(shape, from, to tensor.Shape) tensor.Shape {
 // batch size batch, and returns it with the shape clients see.
 func (sig *signature) checkOutput(t tensor.Tensor, batch int64) (tensor.Tensor, error) {
 	ts := sig.output(t.Name)
+	if ts == nil && sig.states[t.Name] {
+		return t, nil // a state output, which the sequencer takes back
+	}
 	if ts == nil {
 		return t, fmt.Errorf("backend produced output '%s', which model '%s' does not declare", t.Name, sig.model)
 	}
@@ -239,7 +314,7 @@ func (sig *signature) checkOutput(t tensor.Tensor, batch int64) (tensor.Tensor, 
 		return t, fmt.Errorf("backend produced a malformed output '%s' for model '%s': %w", t.Name, sig.model, err)
 	}
 	if ts.reshape != nil {
-		t.Shape = sig.reshape(t.Shape, ts.reshape, ts.dims)
+		t.Shape = sig.reshape(t.Shape, ts.reshape, ts.dims, true)
 	}
 	return t, nil
 }
@@ -267,6 +342,22 @@ func (sig *signature) compatible(a, b []tensor.Tensor) bool {
 		}
 		if len(x.Shape) != len(y.Shape) {
 			return false
+		}
+		if ts := sig.input(x.Name); ts != nil && ts.shared {
+			if !x.Shape.Equal(y.Shape) || !bytes.Equal(x.Data, y.Data) {
+				return false // one value for the batch: only equal ones batch
+			}
+			continue
+		}
+		if len(x.Shape) == 0 {
+			continue
+		}
+		if axis := sig.layouts[x.Name].Axis; axis > 0 && axis < len(x.Shape) {
+			// A state batched along another dimension: the others must agree.
+			if !x.Shape[:axis].Equal(y.Shape[:axis]) || !x.Shape[axis+1:].Equal(y.Shape[axis+1:]) {
+				return false
+			}
+			continue
 		}
 		if !x.Shape[1:].Equal(y.Shape[1:]) {
 			if ts := sig.input(x.Name); ts == nil || !ts.ragged {

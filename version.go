@@ -65,6 +65,7 @@ type version struct {
 	// calls, that every request uses without taking it (ensembles).
 	shared bool
 
+	seq     *sequencer                     // nil: not a sequence (stateful) model
 	dyn     *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
 	ordered bool                           // preserve_ordering
 	order   order
@@ -317,6 +318,9 @@ func (v *version) close(cause error) error {
 	v.closeOnce.Do(func() {
 		v.abort(cause)
 		<-v.gate.drained
+		if v.seq != nil {
+			v.seq.close()
+		}
 		var errs []error
 		for _, s := range v.pool {
 			if s.limit != nil {

@@ -45,7 +45,7 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 func (v *version) warmInputs(in []tensor.Tensor) []tensor.Tensor {
 	for i := range in {
 		if ts := v.sig.input(in[i].Name); ts != nil && ts.reshape != nil {
-			in[i].Shape = v.sig.reshape(in[i].Shape, ts.dims, ts.reshape)
+			in[i].Shape = v.sig.reshape(in[i].Shape, ts.dims, ts.reshape, !ts.shared)
 		}
 	}
 	return in

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -113,6 +114,7 @@ type Batch struct {
 
 	batched  bool
 	size     int64
+	layouts  map[string]Layout // tensors whose batch is not their first dimension
 	gathered []tensor.Tensor
 	parts    []tensor.Tensor // scratch for Input
 	arena    []byte          // gathered inputs' data, reused by the next batch
@@ -134,6 +136,7 @@ func NewBatch(batched bool, reqs ...*Request) *Batch {
 func (b *Batch) Reset(batched bool, reqs []*Request) {
 	b.Requests = reqs
 	b.batched = batched
+	b.layouts = nil
 	b.size = 0
 	for _, r := range reqs {
 		b.size += r.BatchSize
@@ -165,6 +168,15 @@ func (b *Batch) Size() int64 { return b.size }
 // Batched reports whether the model batches along the first dimension.
 func (b *Batch) Batched() bool { return b.batched }
 
+// SetLayouts gives the batch the layouts of the tensors, by name, whose
+// batch is not their first dimension (nil: none). The server sets them
+// from the model configuration after [Batch.Reset]; [Batch.Input] and
+// [Batch.SetOutput] follow them.
+func (b *Batch) SetLayouts(l map[string]Layout) { b.layouts = l }
+
+// Layout returns the layout of the tensor named name.
+func (b *Batch) Layout(name string) Layout { return b.layouts[name] }
+
 // Input returns the whole-batch tensor of the input named name: the
 // concatenation of every request's input along the first dimension. For a
 // batch of one request it is that request's tensor itself. For a ragged
@@ -182,6 +194,11 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 		if b.gathered[i].Name == name {
 			return b.gathered[i], nil
 		}
+	}
+	if l := b.layouts[name]; l.Shared {
+		return b.sharedInput(name)
+	} else if l.Axis > 0 {
+		return b.gatherAxis(name, l.Axis)
 	}
 	parts := b.parts[:0]
 	defer func() {
@@ -254,6 +271,9 @@ func (b *Batch) SetOutput(t tensor.Tensor) error {
 	if !b.batched {
 		return fmt.Errorf("output %q: an unbatched batch holds one request, got %d", t.Name, len(b.Requests))
 	}
+	if axis := b.layouts[t.Name].Axis; axis > 0 {
+		return b.scatterAxis(t, axis)
+	}
 	if len(t.Shape) == 0 || t.Shape[0] != b.size {
 		return fmt.Errorf("output %q: shape %v does not start with the batch size %d", t.Name, t.Shape, b.size)
 	}
@@ -269,6 +289,120 @@ func (b *Batch) SetOutput(t tensor.Tensor) error {
 			return fmt.Errorf("output %q: %w", t.Name, err)
 		}
 		r.SetOutput(part)
+	}
+	return nil
+}
+
+// sharedInput returns an input without a batch dimension: the first
+// request's, after checking that every request gives the same.
+func (b *Batch) sharedInput(name string) (tensor.Tensor, error) {
+	var first tensor.Tensor
+	for i, r := range b.Requests {
+		t, ok := r.Input(name)
+		if !ok {
+			return tensor.Tensor{}, fmt.Errorf("request %q of the batch has no input %q: %w", r.ID, name, ErrInvalidInput)
+		}
+		if i == 0 {
+			first = t
+			continue
+		}
+		if t.DataType != first.DataType || !t.Shape.Equal(first.Shape) || !bytes.Equal(t.Data, first.Data) {
+			return tensor.Tensor{}, fmt.Errorf("input %q is one value for the whole batch, but request %q gives another than request %q: %w",
+				name, r.ID, b.Requests[0].ID, ErrInvalidInput)
+		}
+	}
+	return first, nil
+}
+
+// gatherAxis concatenates the requests' input along dimension axis into
+// the batch's arena.
+func (b *Batch) gatherAxis(name string, axis int) (tensor.Tensor, error) {
+	parts := b.parts[:0]
+	defer func() {
+		clear(parts)
+		b.parts = parts[:0]
+	}()
+	var rows int64
+	size := 0
+	for _, r := range b.Requests {
+		t, ok := r.Input(name)
+		if !ok {
+			return tensor.Tensor{}, fmt.Errorf("request %q of the batch has no input %q: %w", r.ID, name, ErrInvalidInput)
+		}
+		if len(t.Shape) <= axis {
+			return tensor.Tensor{}, fmt.Errorf("gathering input %q along dimension %d: request %q has shape %v: %w", name, axis, r.ID, t.Shape, ErrInvalidInput)
+		}
+		if len(parts) > 0 {
+			first := &parts[0]
+			if t.DataType != first.DataType || len(t.Shape) != len(first.Shape) ||
+				!t.Shape[:axis].Equal(first.Shape[:axis]) || !t.Shape[axis+1:].Equal(first.Shape[axis+1:]) {
+				return tensor.Tensor{}, fmt.Errorf("gathering input %q along dimension %d: request %q has %v %v, request %q has %v %v: %w",
+					name, axis, r.ID, t.DataType, t.Shape, b.Requests[0].ID, first.DataType, first.Shape, ErrInvalidInput)
+			}
+		}
+		parts = append(parts, t)
+		rows += t.Shape[axis]
+		size += len(t.Data)
+	}
+	first := parts[0]
+	outer, inner := int64(1), int64(first.DataType.Size())
+	for _, d := range first.Shape[:axis] {
+		outer *= d
+	}
+	for _, d := range first.Shape[axis+1:] {
+		inner *= d
+	}
+	start := (len(b.arena) + 7) &^ 7
+	if need := start + size; need > cap(b.arena) {
+		grown := make([]byte, len(b.arena), max(need, 2*cap(b.arena)))
+		copy(grown, b.arena)
+		b.arena = grown
+	}
+	b.arena = b.arena[:start]
+	for o := range outer {
+		for _, p := range parts {
+			n := p.Shape[axis] * inner
+			b.arena = append(b.arena, p.Data[o*n:(o+1)*n]...)
+		}
+	}
+	shape := slices.Clone(first.Shape)
+	shape[axis] = rows
+	t := tensor.Tensor{Name: name, DataType: first.DataType, Shape: shape, Data: b.arena[start:len(b.arena):len(b.arena)]}
+	b.gathered = append(b.gathered, t)
+	return t, nil
+}
+
+// scatterAxis splits a batch output along dimension axis, copying each
+// request's rows into a tensor of its own (they are not contiguous).
+func (b *Batch) scatterAxis(t tensor.Tensor, axis int) error {
+	if len(t.Shape) <= axis || t.Shape[axis] != b.size {
+		return fmt.Errorf("output %q: shape %v does not have the batch size %d in dimension %d", t.Name, t.Shape, b.size, axis)
+	}
+	outer, inner := int64(1), int64(t.DataType.Size())
+	for _, d := range t.Shape[:axis] {
+		outer *= d
+	}
+	for _, d := range t.Shape[axis+1:] {
+		inner *= d
+	}
+	if want := outer * b.size * inner; int64(len(t.Data)) != want {
+		return fmt.Errorf("output %q: %d bytes for shape %v, want %d", t.Name, len(t.Data), t.Shape, want)
+	}
+	var row int64
+	for _, r := range b.Requests {
+		start := row
+		row += r.BatchSize
+		if !r.Wants(t.Name) {
+			continue
+		}
+		shape := slices.Clone(t.Shape)
+		shape[axis] = r.BatchSize
+		data := make([]byte, 0, outer*r.BatchSize*inner)
+		for o := range outer {
+			base := (o*b.size + start) * inner
+			data = append(data, t.Data[base:base+r.BatchSize*inner]...)
+		}
+		r.SetOutput(tensor.Tensor{Name: t.Name, DataType: t.DataType, Shape: shape, Data: data})
 	}
 	return nil
 }

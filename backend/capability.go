@@ -80,3 +80,55 @@ func Ready(ctx context.Context, inst Instance) error {
 	}
 	return nil
 }
+
+// SequenceObserver is implemented by a [Model] of a sequence-batching
+// (stateful) model that keeps something of its own per sequence: the
+// server tells it when a sequence is over, so that it can free that. Triton
+// never tells backends; a sequence ends with its END request, when it has
+// been idle for max_sequence_idle_microseconds, or when the model version
+// closes. SequenceEnded is called once per sequence, from any goroutine,
+// never concurrently with itself, and must not block. For an END request
+// it runs before that request's Infer returns, and always before the next
+// request of the same correlation ID (a new sequence) reaches the model.
+//
+// The requests of a sequence may run on any instance of the model, so
+// what a backend keeps per sequence belongs to the Model, keyed by the
+// correlation ID (the CORRID control), not to an Instance.
+type SequenceObserver interface {
+	SequenceEnded(s SequenceEnd)
+}
+
+// SequenceEnd describes a sequence that is over.
+type SequenceEnd struct {
+	// ID and IDString are the sequence's correlation ID (one of them is
+	// set, as in [InferRequest]).
+	ID       uint64
+	IDString string
+	// Reason tells why it ended.
+	Reason SequenceEndReason
+}
+
+// SequenceEndReason is why a sequence ended.
+type SequenceEndReason uint8
+
+const (
+	// SequenceEndFlag: a request of the sequence carried the END flag.
+	SequenceEndFlag SequenceEndReason = iota
+	// SequenceIdle: no request came for max_sequence_idle_microseconds.
+	SequenceIdle
+	// SequenceClosed: the model version closed with the sequence live.
+	SequenceClosed
+)
+
+// String names the reason.
+func (r SequenceEndReason) String() string {
+	switch r {
+	case SequenceEndFlag:
+		return "end"
+	case SequenceIdle:
+		return "idle"
+	case SequenceClosed:
+		return "closed"
+	}
+	return "unknown"
+}

@@ -34,6 +34,14 @@
 //     max_batch_size from the model file (Triton's auto-complete).
 //   - [Warmer] on the Instance: prepare before taking traffic.
 //   - [Readier] on the Instance: report health for readiness probes.
+//   - [SequenceObserver] on the Model of a stateful (sequence_batching)
+//     model: learn when a sequence ends, to free what it kept for it.
+//
+// Models that call other models (Triton's BLS, and the ensemble scheduler)
+// use the [Caller] in their [ModelSpec]. Stateful models receive the
+// sequence's control and state tensors as ordinary inputs; a tensor whose
+// batch is not its first dimension has a [Layout] that [Batch.Input] and
+// [Batch.SetOutput] follow.
 //
 // The server discovers them with the helpers [CompleteConfig], [Warmup] and
 // [Ready], which look through instance decorators that implement [Wrapper].

@@ -159,6 +159,77 @@ def reshape_rows():
     )
 
 
+def accumulate():
+    # A stateful model for the sequence batcher's implicit state: START is
+    # the CONTROL_SEQUENCE_START control (int32_false_true [0, 1]), STATE_IN
+    # the state the server feeds back from the previous request's STATE_OUT.
+    #   OUTPUT    = INPUT + STATE_IN * (1 - float(START))
+    #   STATE_OUT = OUTPUT
+    return model(
+        "accumulate",
+        [
+            helper.make_node(
+                "Cast", ["START"], ["start_f"], name="start", to=TensorProto.FLOAT
+            ),
+            helper.make_node("Sub", ["one", "start_f"], ["keep"], name="keep"),
+            helper.make_node("Mul", ["STATE_IN", "keep"], ["carried"], name="carry"),
+            helper.make_node("Add", ["INPUT", "carried"], ["OUTPUT"], name="add"),
+            helper.make_node("Identity", ["OUTPUT"], ["STATE_OUT"], name="state"),
+        ],
+        [
+            vi("INPUT", TensorProto.FLOAT, ["batch", 4]),
+            vi("STATE_IN", TensorProto.FLOAT, ["batch", 4]),
+            vi("START", TensorProto.INT32, ["batch", 1]),
+        ],
+        [
+            vi("OUTPUT", TensorProto.FLOAT, ["batch", 4]),
+            vi("STATE_OUT", TensorProto.FLOAT, ["batch", 4]),
+        ],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])],
+    )
+
+
+def accumulate_axis1():
+    # accumulate with its state laid out [2, batch, 4], the batch on axis 1
+    # (as recurrent state is, e.g. Silero VAD's [2, batch, 128]):
+    #   OUTPUT       = INPUT + STATE_IN[0] * (1 - float(START))
+    #   STATE_OUT[j] = OUTPUT for j = 0, 1
+    return model(
+        "accumulate_axis1",
+        [
+            helper.make_node(
+                "Cast", ["START"], ["start_f"], name="start", to=TensorProto.FLOAT
+            ),
+            helper.make_node("Sub", ["one", "start_f"], ["keep"], name="keep"),
+            helper.make_node(
+                "Gather", ["STATE_IN", "zero"], ["layer0"], name="layer0", axis=0
+            ),
+            helper.make_node("Mul", ["layer0", "keep"], ["carried"], name="carry"),
+            helper.make_node("Add", ["INPUT", "carried"], ["OUTPUT"], name="add"),
+            helper.make_node(
+                "Unsqueeze", ["OUTPUT", "axis0"], ["layer"], name="layer"
+            ),
+            helper.make_node(
+                "Concat", ["layer", "layer"], ["STATE_OUT"], name="state", axis=0
+            ),
+        ],
+        [
+            vi("INPUT", TensorProto.FLOAT, ["batch", 4]),
+            vi("STATE_IN", TensorProto.FLOAT, [2, "batch", 4]),
+            vi("START", TensorProto.INT32, ["batch", 1]),
+        ],
+        [
+            vi("OUTPUT", TensorProto.FLOAT, ["batch", 4]),
+            vi("STATE_OUT", TensorProto.FLOAT, [2, "batch", 4]),
+        ],
+        [
+            helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
+            helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+            helper.make_tensor("axis0", TensorProto.INT64, [1], [0]),
+        ],
+    )
+
+
 def main(argv):
     if len(argv) > 2:
         sys.exit("usage: gen-test-models.py [OUTDIR]")
@@ -171,6 +242,8 @@ def main(argv):
         reduce_dynamic(),
         sum_int32_nobatch(),
         reshape_rows(),
+        accumulate(),
+        accumulate_axis1(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")

@@ -6,6 +6,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
@@ -15,24 +16,34 @@ import (
 //
 //   - inputs and outputs are filled from the model when the config lists
 //     none (each list separately), with the model's datatypes and dims;
-//   - a model is batchable when every input and output has a dynamic first
-//     dimension; then, if the config leaves max_batch_size at 0 and does
-//     not already write some tensor with the model's full rank (which says
-//     "no batching"), it becomes defaultBatch and, with no scheduler
-//     configured and a max_batch_size above 1, dynamic batching is enabled;
-//   - for a batching model the first dimension is the batch and is left out
-//     of dims; rank-0 (scalar) tensors make a model unbatchable and are
-//     written as dims [1] with reshape { shape: [] }.
+//     the tensors that sequence_batching declares (state inputs and
+//     outputs, control inputs) are left out: the server adds them;
+//   - a model is batchable when every input and output has a dynamic
+//     batch dimension (the first; for a sequence_batching state, the one
+//     its batch_axis parameter names, see backend.BatchAxisParameter); then, if
+//     the config leaves max_batch_size at 0 and does not already write
+//     some tensor with the model's full rank (which says "no batching"),
+//     it becomes defaultBatch and, with no scheduler configured and a
+//     max_batch_size above 1, dynamic batching is enabled;
+//   - for a batching model the batch dimension is left out of dims;
+//     rank-0 (scalar) tensors make a model unbatchable and are written as
+//     dims [1] with reshape { shape: [] }.
 //
 // What the config already states is kept; contradictions are found by
 // checkConfig when the model loads.
 func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, defaultBatch int) error {
 	batchable := len(ins)+len(outs) > 0
+	axes := map[string]int{}
 	for _, io := range append(slices.Clone(ins), outs...) {
 		if io.OrtValueType != ort.ONNXTypeTensor {
 			return fmt.Errorf("model %s '%s' is a %v, not a tensor; the onnxruntime backend serves tensors only", ioKind(io, ins), io.Name, io.OrtValueType)
 		}
-		if len(io.Dimensions) == 0 || io.Dimensions[0] != -1 {
+		axis, err := tensorAxis(cfg, io.Name)
+		if err != nil {
+			return err
+		}
+		axes[io.Name] = axis
+		if len(io.Dimensions) <= axis || io.Dimensions[axis] != -1 {
 			batchable = false
 		}
 	}
@@ -43,9 +54,13 @@ func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, def
 		}
 	}
 	batching := cfg.GetMaxBatchSize() > 0
+	seqIns, seqOuts := sequenceNames(cfg)
 	if len(cfg.GetInput()) == 0 {
 		for _, io := range ins {
-			dt, dims, reshape, err := completeTensor(io, batching)
+			if seqIns[io.Name] {
+				continue
+			}
+			dt, dims, reshape, err := completeTensor(io, batching, axes[io.Name])
 			if err != nil {
 				return fmt.Errorf("model input '%s': %w", io.Name, err)
 			}
@@ -54,7 +69,10 @@ func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, def
 	}
 	if len(cfg.GetOutput()) == 0 {
 		for _, io := range outs {
-			dt, dims, reshape, err := completeTensor(io, batching)
+			if seqOuts[io.Name] {
+				continue
+			}
+			dt, dims, reshape, err := completeTensor(io, batching, axes[io.Name])
 			if err != nil {
 				return fmt.Errorf("model output '%s': %w", io.Name, err)
 			}
@@ -113,14 +131,17 @@ func scalarInConfig(cfg *modelconfig.ModelConfig) bool {
 	return false
 }
 
-func completeTensor(io ort.InputOutputInfo, batching bool) (modelconfig.DataType, []int64, *modelconfig.ModelTensorReshape, error) {
+// completeTensor returns the config entry of a model tensor; for a
+// batching model the batch dimension (at axis) is left out of dims.
+func completeTensor(io ort.InputOutputInfo, batching bool, axis int) (modelconfig.DataType, []int64, *modelconfig.ModelTensorReshape, error) {
 	dt := tritonType(io.DataType)
 	if dt == tensor.Invalid {
 		return 0, nil, nil, fmt.Errorf("ONNX element type %v has no Triton datatype", io.DataType)
 	}
 	dims := normalizeDims(io.Dimensions)
-	if batching {
-		dims = dims[1:]
+	if batching && len(dims) > 0 {
+		axis = min(axis, len(dims)-1)
+		dims = append(dims[:axis:axis], dims[axis+1:]...)
 	}
 	if len(dims) == 0 {
 		return modelconfig.DataType(dt), []int64{1}, &modelconfig.ModelTensorReshape{Shape: []int64{}}, nil
@@ -143,8 +164,10 @@ func normalizeDims(d []int64) []int64 {
 
 // checkConfig compares the (completed) configuration with the model file:
 // every configured input and output must exist in the model with the same
-// datatype and compatible dims, and every model input without a default
-// must be configured. Errors name the model file and the tensor.
+// datatype and compatible dims, and so must the tensors sequence_batching
+// adds (state inputs and outputs, control inputs; see sequenceTensors);
+// every model input without a default must be one of these. Errors name
+// the model file and the tensor.
 func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo) error {
 	batching := cfg.GetMaxBatchSize() > 0
 	find := func(list []ort.InputOutputInfo, name string) *ort.InputOutputInfo {
@@ -155,14 +178,17 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 		}
 		return nil
 	}
+	names := func(list []ort.InputOutputInfo) []string {
+		var names []string
+		for _, l := range list {
+			names = append(names, l.Name)
+		}
+		return names
+	}
 	check := func(kind, name string, dt modelconfig.DataType, dims []int64, reshape *modelconfig.ModelTensorReshape, list []ort.InputOutputInfo) error {
 		io := find(list, name)
 		if io == nil {
-			var names []string
-			for _, l := range list {
-				names = append(names, l.Name)
-			}
-			return fmt.Errorf("%s: configuration %s '%s' is not one of the model's %ss %v", file, kind, name, kind, names)
+			return fmt.Errorf("%s: configuration %s '%s' is not one of the model's %ss %v", file, kind, name, kind, names(list))
 		}
 		if want := tritonType(io.DataType); tensor.DataType(dt) != want {
 			return fmt.Errorf("%s: configuration %s '%s' has datatype %s, but the model's is %s", file, kind, name, tensor.DataType(dt).ConfigName(), want.ConfigName())
@@ -172,7 +198,11 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 			shape = reshape.GetShape()
 		}
 		if batching {
-			shape = append([]int64{-1}, shape...)
+			axis, err := tensorAxis(cfg, name)
+			if err != nil {
+				return fmt.Errorf("%s: configuration %s '%s': %w", file, kind, name, err)
+			}
+			shape = insertBatch(shape, min(axis, len(shape)))
 		}
 		model := normalizeDims(io.Dimensions)
 		if !dimsCompatible(shape, model) {
@@ -196,13 +226,75 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 			return err
 		}
 	}
+	seqIns, seqOuts, err := sequenceTensors(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	of := ""
+	if n := cfg.GetName(); n != "" {
+		of = fmt.Sprintf(" of model '%s'", n)
+	}
+	checkSeq := func(t seqTensor, list []ort.InputOutputInfo, listKind string) error {
+		io := find(list, t.name)
+		if io == nil {
+			return fmt.Errorf("%s: sequence_batching %s '%s'%s is not one of the model's %s %v", file, t.kind, t.name, of, listKind, names(list))
+		}
+		want := tritonType(io.DataType)
+		if t.dt == tensor.Invalid {
+			return fmt.Errorf("%s: sequence_batching %s '%s'%s has no valid datatype in the configuration; the model's is %s", file, t.kind, t.name, of, want.ConfigName())
+		}
+		if t.dt != want {
+			return fmt.Errorf("%s: sequence_batching %s '%s'%s has datatype %s, but the model's is %s", file, t.kind, t.name, of, t.dt.ConfigName(), want.ConfigName())
+		}
+		model := normalizeDims(io.Dimensions)
+		if !dimsCompatible(t.shape, model) {
+			how, hint := "the state's dims", ""
+			if t.kind == "control input" {
+				how = "a control is [1] per request, [-1 1] for a batch"
+			} else if batching {
+				how += " with the batch dimension inserted as -1"
+				if axis, ok := fittingAxis(t.shape, t.axis, model); ok {
+					hint = fmt.Sprintf("; if the batch is the state's dimension %d, say so with parameters { key: \"%s%s\" value: { string_value: \"%d\" } }", axis, backend.BatchAxisParameter, t.name, axis)
+				}
+			}
+			return fmt.Errorf("%s: sequence_batching %s '%s'%s has shape %v (%s), but the model's is %v%s", file, t.kind, t.name, of, t.shape, how, model, hint)
+		}
+		return nil
+	}
+	for _, t := range seqIns {
+		if err := checkSeq(t, ins, "inputs"); err != nil {
+			return err
+		}
+	}
+	for _, t := range seqOuts {
+		if err := checkSeq(t, outs, "outputs"); err != nil {
+			return err
+		}
+	}
+	seqNames, _ := sequenceNames(cfg)
 	for _, io := range ins {
-		found := slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == io.Name })
+		found := seqNames[io.Name] || slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == io.Name })
 		if !found {
-			return fmt.Errorf("%s: model input '%s' is not in the configuration; every model input must be configured", file, io.Name)
+			return fmt.Errorf("%s: model input '%s' is not in the configuration; every model input must be configured (in input, or as a sequence_batching state or control input)", file, io.Name)
 		}
 	}
 	return nil
+}
+
+// fittingAxis finds, for a batched shape (the batch as -1 at index at)
+// that does not fit the model's, another position of the batch dimension
+// with which it would.
+func fittingAxis(shape []int64, at int, model []int64) (int, bool) {
+	if at < 0 || at >= len(shape) {
+		return 0, false
+	}
+	dims := slices.Delete(slices.Clone(shape), at, at+1)
+	for axis := range len(dims) + 1 {
+		if axis != at && dimsCompatible(insertBatch(dims, axis), model) {
+			return axis, true
+		}
+	}
+	return 0, false
 }
 
 // dimsCompatible reports whether configured dims fit the model's: same rank,

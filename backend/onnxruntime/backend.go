@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -165,6 +166,26 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 		for _, out := range spec.Config.GetOutput() {
 			m.outputs = append(m.outputs, out.GetName())
 		}
+		// The tensors sequence_batching declares: the server adds the state
+		// and control inputs to every request and takes the state outputs
+		// back from every request, whatever the client asked for.
+		seqIns, seqOuts, err := sequenceTensors(spec.Config)
+		if err != nil {
+			return err // checkConfig has reported it already
+		}
+		for _, t := range seqIns {
+			if !slices.Contains(m.inputs, t.name) {
+				m.inputs = append(m.inputs, t.name)
+			}
+		}
+		for _, t := range seqOuts {
+			k := slices.Index(m.outputs, t.name)
+			if k < 0 {
+				k = len(m.outputs)
+				m.outputs = append(m.outputs, t.name)
+			}
+			m.always = append(m.always, k)
+		}
 		return nil
 	})
 	if err != nil {
@@ -186,8 +207,9 @@ func instanceCount(cfg *modelconfig.ModelConfig) int {
 type model struct {
 	spec      *backend.ModelSpec
 	src       modelSource
-	inputs    []string // config order; the order inputs are fed to sessions
-	outputs   []string
+	inputs    []string // config order, then state and control inputs; the order inputs are fed to sessions
+	outputs   []string // config order, then state outputs
+	always    []int    // indices in outputs of the state outputs, computed for every batch
 	instances int
 	closed    sync.Once
 }

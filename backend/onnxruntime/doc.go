@@ -57,4 +57,28 @@
 // the model: names, datatypes and dims must agree, and the error names the
 // file and tensor (with a hint when the batch dimension was written into
 // dims).
+//
+// # Sequence batching and implicit state
+//
+// A model with sequence_batching may have inputs and outputs that the
+// config does not list in input and output: the control inputs
+// (control_input; the server feeds them, [1] per request, INT32, FP32 or
+// BOOL after the *_false_true list they set, CORRID in its data_type) and
+// the implicit state (state: the server feeds input_name and takes
+// output_name back from every request). They are fed to and taken from the
+// session like configured tensors and checked against the model file when
+// the model loads (datatype, and shape: a control is [-1, 1] for a batching
+// model, a state its dims with the batch dimension inserted); auto-complete
+// leaves them out of input and output. State outputs are computed for every
+// batch, whatever outputs the clients asked for. A state whose batch is not
+// its first dimension (recurrent state laid out [layers, batch, hidden])
+// says where it is with a config parameter named after the state's
+// input_name or output_name:
+//
+//	parameters { key: "batch_axis:STATE_IN" value: { string_value: "1" } }
+//
+// The value is the index of the batch dimension among the state's
+// dimensions, the batch dimension counted (0 by default); given under both
+// names, the two values must agree. Auto-complete takes that dimension,
+// not the first, for the state's batch dimension.
 package onnxruntime

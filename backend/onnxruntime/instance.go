@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -37,7 +38,8 @@ func newInstance(m *model, s *ort.DynamicAdvancedSession) (*instance, error) {
 // Execute feeds the whole batch to the session at once: each input is the
 // requests' inputs concatenated along the batch dimension (no copy for a
 // batch of one), and each output is split back into per-request views. Only
-// the outputs some request asked for are computed.
+// the outputs some request asked for are computed, and the state outputs of
+// sequence_batching, which the server takes from every request.
 func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	for k, name := range i.m.inputs {
 		t, err := b.Input(name)
@@ -48,6 +50,11 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	}
 	i.want = i.want[:0]
 	for k, name := range i.m.outputs {
+		if slices.Contains(i.m.always, k) {
+			// A state output: the server takes it from every request.
+			i.want = append(i.want, k)
+			continue
+		}
 		for _, r := range b.Requests {
 			if r.Wants(name) {
 				i.want = append(i.want, k)

@@ -1,0 +1,78 @@
+package backend
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/triton-go/triton/modelconfig"
+)
+
+// Layout is how a tensor of a batching model carries the batch. The zero
+// value is the usual layout, the batch being the first dimension.
+type Layout struct {
+	// Axis is the dimension that holds the batch, for tensors laid out as
+	// [layers, batch, hidden] (recurrent state) rather than [batch, ...].
+	Axis int
+	// Shared marks an input that has no batch dimension: one value for the
+	// whole batch (a sample rate), which every request of the batch gives
+	// alike.
+	Shared bool
+}
+
+// Model configuration parameters that give tensors of a batching model
+// another [Layout]; the server and the backends read them alike.
+const (
+	// BatchAxisParameter prefixes the parameter that says which dimension
+	// of a sequence_batching state holds the batch when it is not the
+	// first: `parameters { key: "batch_axis:STATE_IN" value: {
+	// string_value: "1" } }` for a state laid out [layers, batch, hidden].
+	// The value counts the batch dimension among the state's dims, from 0
+	// (the default) to len(dims). It may be given under the state's
+	// input_name or its output_name: the two share the layout.
+	BatchAxisParameter = "batch_axis:"
+	// BatchSharedParameter prefixes the parameter that marks an input
+	// without a batch dimension, one value for the whole batch
+	// (`parameters { key: "batch_shared:sr" value: { string_value: "true" } }`).
+	BatchSharedParameter = "batch_shared:"
+)
+
+// axisParameter returns the batch axis the config gives the tensor named
+// name (BatchAxisParameter) and whether it gives one. rank is the number
+// of the tensor's dimensions without the batch dimension; the axis must
+// lie in [0, rank].
+func axisParameter(cfg *modelconfig.ModelConfig, name string, rank int) (axis int, set bool, err error) {
+	key := BatchAxisParameter + name
+	p, ok := cfg.GetParameters()[key]
+	if !ok {
+		return 0, false, nil
+	}
+	v := p.GetStringValue()
+	axis, err = strconv.Atoi(v)
+	if err != nil || axis < 0 || axis > rank {
+		return 0, false, fmt.Errorf("parameter %q: the batch axis must be an integer from 0 to %d (a dimension of the tensor, the batch dimension counted), got %q", key, rank, v)
+	}
+	return axis, true, nil
+}
+
+// StateBatchAxis returns the batch axis of a sequence_batching state of a
+// batching model: the [BatchAxisParameter] given under its input_name or
+// its output_name (which must agree when both are given), 0 by default.
+func StateBatchAxis(cfg *modelconfig.ModelConfig, st *modelconfig.ModelSequenceBatching_State) (int, error) {
+	rank := len(st.GetDims())
+	in, inSet, err := axisParameter(cfg, st.GetInputName(), rank)
+	if err != nil {
+		return 0, fmt.Errorf("sequence_batching state '%s': %w", st.GetInputName(), err)
+	}
+	out, outSet, err := axisParameter(cfg, st.GetOutputName(), rank)
+	if err != nil {
+		return 0, fmt.Errorf("sequence_batching state '%s': %w", st.GetInputName(), err)
+	}
+	if inSet && outSet && in != out {
+		return 0, fmt.Errorf("sequence_batching state '%s': parameters %s%s (%d) and %s%s (%d) give different batch axes; a state's input and output share their layout",
+			st.GetInputName(), BatchAxisParameter, st.GetInputName(), in, BatchAxisParameter, st.GetOutputName(), out)
+	}
+	if outSet {
+		return out, nil
+	}
+	return in, nil
+}
