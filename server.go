@@ -347,7 +347,7 @@ func (s *Server) Metadata() ServerMetadata {
 
 // extensions lists the Triton protocol extensions the core supports; the
 // adapters report them.
-var extensions = []string{"parameters"}
+var extensions = []string{"sequence", "parameters"}
 
 // TensorMetadata describes one model input or output as clients see it:
 // Shape carries a -1 batch dimension in front when the model batches.

@@ -132,7 +132,7 @@ func TestServerMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"classification", "model_repository", "model_repository(unload_dependents)", "schedule_policy",
+	want := []string{"classification", "sequence", "model_repository", "model_repository(unload_dependents)", "schedule_policy",
 		"model_configuration", "cuda_shared_memory", "binary_tensor_data", "parameters", "statistics", "logging"}
 	if md.GetName() != "triton" || md.GetVersion() != triton.Version || !slices.Equal(md.GetExtensions(), want) {
 		t.Errorf("metadata %v\nwant extensions %v", md, want)

@@ -115,7 +115,7 @@ func TestHealth(t *testing.T) {
 
 func TestServerMetadata(t *testing.T) {
 	f := newFixture(t)
-	wantBody(t, f.get("/v2"), `{"name":"triton","version":"`+triton.Version+`","extensions":["classification","model_repository","model_repository(unload_dependents)","schedule_policy","model_configuration","cuda_shared_memory","binary_tensor_data","parameters","statistics","logging"]}`)
+	wantBody(t, f.get("/v2"), `{"name":"triton","version":"`+triton.Version+`","extensions":["classification","sequence","model_repository","model_repository(unload_dependents)","schedule_policy","model_configuration","cuda_shared_memory","binary_tensor_data","parameters","statistics","logging"]}`)
 	if ct := f.get("/v2").Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
 	}
