@@ -76,3 +76,15 @@ func StateBatchAxis(cfg *modelconfig.ModelConfig, st *modelconfig.ModelSequenceB
 	}
 	return in, nil
 }
+
+// SharedInput reports whether the config marks the input named name as one
+// value for the whole batch ([BatchSharedParameter] set to true): it has no
+// batch dimension even in a batching model.
+func SharedInput(cfg *modelconfig.ModelConfig, name string) bool {
+	p, ok := cfg.GetParameters()[BatchSharedParameter+name]
+	if !ok {
+		return false
+	}
+	shared, err := strconv.ParseBool(p.GetStringValue())
+	return err == nil && shared
+}

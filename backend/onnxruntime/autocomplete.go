@@ -197,7 +197,7 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 		if reshape != nil {
 			shape = reshape.GetShape()
 		}
-		if batching {
+		if batching && !(kind == "input" && backend.SharedInput(cfg, name)) {
 			axis, err := tensorAxis(cfg, name)
 			if err != nil {
 				return fmt.Errorf("%s: configuration %s '%s': %w", file, kind, name, err)
