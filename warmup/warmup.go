@@ -184,31 +184,10 @@ func newModel(cfg *modelconfig.ModelConfig) *model {
 	return m
 }
 
-// controlType returns the tensor type of a control input: INT32, FP32 or
-// BOOL for START/END/READY controls according to which false/true list
-// they set, the configured data_type for CORRID. It returns Invalid (no
-// check) when the input has no control or its controls disagree, which is
-// a fault of the config rather than of the sample.
+// controlType returns the tensor type of a control input (Invalid when
+// it has no control or its controls disagree).
 func controlType(ci *modelconfig.ModelSequenceBatching_ControlInput) tensor.DataType {
-	dt := tensor.Invalid
-	for _, c := range ci.GetControl() {
-		var t tensor.DataType
-		switch {
-		case c.GetKind() == modelconfig.ModelSequenceBatching_Control_CONTROL_SEQUENCE_CORRID:
-			t = toDataType(c.GetDataType())
-		case len(c.GetInt32FalseTrue()) > 0:
-			t = tensor.Int32
-		case len(c.GetFp32FalseTrue()) > 0:
-			t = tensor.FP32
-		case len(c.GetBoolFalseTrue()) > 0:
-			t = tensor.Bool
-		}
-		if t == tensor.Invalid || (dt != tensor.Invalid && t != dt) {
-			return tensor.Invalid
-		}
-		dt = t
-	}
-	return dt
+	return toDataType(modelconfig.ControlDataType(ci))
 }
 
 // toDataType converts a config data type, giving Invalid for values

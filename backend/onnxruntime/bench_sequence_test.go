@@ -86,7 +86,7 @@ func BenchmarkSileroSequences(b *testing.B) {
 	streams := sileroStreams(wav, seqBenchStreams, seqBenchChunks)
 	const total = seqBenchStreams * seqBenchChunks
 	// First: the server's model load creates the ONNX Runtime environment.
-	srv := serveSequences(b,
+	srv := serveReal(b,
 		realEntry{name: "silero_seq", file: model, config: sileroSequenceConfig("silero_seq", 2, 1000)},
 		realEntry{name: "silero_seq_d0", file: model, config: sileroSequenceConfig("silero_seq_d0", 2, 0)})
 	ctx := context.Background()

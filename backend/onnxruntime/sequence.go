@@ -64,30 +64,10 @@ func sequenceNames(cfg *modelconfig.ModelConfig) (ins, outs map[string]bool) {
 	return ins, outs
 }
 
-// controlType returns the tensor type of a control input: INT32, FP32 or
-// BOOL for START/END/READY controls according to which false/true list
-// they set, the configured data_type for CORRID; Invalid when the input
-// has no control or its controls disagree.
+// controlType returns the tensor type of a control input (Invalid when
+// it has no control or its controls disagree).
 func controlType(ci *modelconfig.ModelSequenceBatching_ControlInput) tensor.DataType {
-	dt := tensor.Invalid
-	for _, c := range ci.GetControl() {
-		var t tensor.DataType
-		switch {
-		case c.GetKind() == modelconfig.ModelSequenceBatching_Control_CONTROL_SEQUENCE_CORRID:
-			t = configType(c.GetDataType())
-		case len(c.GetInt32FalseTrue()) > 0:
-			t = tensor.Int32
-		case len(c.GetFp32FalseTrue()) > 0:
-			t = tensor.FP32
-		case len(c.GetBoolFalseTrue()) > 0:
-			t = tensor.Bool
-		}
-		if t == tensor.Invalid || (dt != tensor.Invalid && t != dt) {
-			return tensor.Invalid
-		}
-		dt = t
-	}
-	return dt
+	return configType(modelconfig.ControlDataType(ci))
 }
 
 // configType converts a config data type (same numbering as

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/tensor"
 )
@@ -60,35 +58,6 @@ parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
 parameters { key: "inter_op_thread_count" value: { string_value: "1" } }
 instance_group [ { count: %d kind: KIND_CPU } ]
 `, name, delayUS, instances)
-}
-
-// serveSequences serves models (as serveReal does, with their configs
-// always written) with the onnxruntime backend.
-func serveSequences(t testing.TB, models ...realEntry) *triton.Server {
-	t.Helper()
-	dir := t.TempDir()
-	for _, m := range models {
-		vdir := filepath.Join(dir, m.name, "1")
-		if err := os.MkdirAll(vdir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(m.file, filepath.Join(vdir, "model.onnx")); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, m.name, "config.pbtxt"), []byte(m.config), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, err := triton.New(triton.WithModelRepository(dir), triton.WithBackend("onnxruntime", onnxruntime.New()))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return srv
 }
 
 // segment is a piece of a test stream: n zeros (wav == nil), or the
@@ -284,7 +253,7 @@ func TestSileroSequences(t *testing.T) {
 
 	// The server first: its load creates the ONNX Runtime environment the
 	// direct session needs.
-	srv := serveSequences(t, realEntry{name: "silero_seq", file: model, config: sileroSequenceConfig("silero_seq", 2, 1000)})
+	srv := serveReal(t, realEntry{name: "silero_seq", file: model, config: sileroSequenceConfig("silero_seq", 2, 1000)})
 	ref := ortSession(t, model, []string{"input", "state", "sr"}, []string{"output", "stateN"}, 1)
 	want := make([][][]float32, len(streams))
 	for k := range signals {
