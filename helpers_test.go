@@ -5,16 +5,22 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"go.uber.org/goleak"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Test backends shared with the adapters' tests.
+var (
+	mirror = testmodels.Mirror
+	mapFS  = testmodels.MapFS
+)
 
 // simpleConfig is Triton's classic "simple" model: two INT32 [16] inputs,
 // their sum and difference as outputs.
@@ -68,19 +74,6 @@ var addSub = backend.Func(func(ctx context.Context, b *backend.Batch) error {
 	return nil
 })
 
-// mirror answers every input "INPUTn" with the same tensor as "OUTPUTn",
-// without copying.
-var mirror = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		for _, in := range r.Inputs {
-			out := in
-			out.Name = strings.Replace(in.Name, "INPUT", "OUTPUT", 1)
-			r.SetOutput(out)
-		}
-	}
-	return nil
-})
-
 // newServer starts a server over an in-memory repository and closes it when
 // the test ends.
 func newServer(t testing.TB, files map[string]string, opts ...triton.Option) *triton.Server {
@@ -95,14 +88,6 @@ func newServer(t testing.TB, files map[string]string, opts ...triton.Option) *tr
 		}
 	})
 	return srv
-}
-
-func mapFS(files map[string]string) fstest.MapFS {
-	fsys := fstest.MapFS{}
-	for name, content := range files {
-		fsys[name] = &fstest.MapFile{Data: []byte(content)}
-	}
-	return fsys
 }
 
 func int32s(t testing.TB, name string, shape tensor.Shape, vals ...int32) tensor.Tensor {

@@ -20,6 +20,7 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/sysshm"
 	"github.com/triton-go/triton/tensor"
 )
@@ -163,9 +164,9 @@ func checkResponse(t *testing.T, resp *inferencepb.ModelInferResponse, model, id
 func TestModelInferDatatypes(t *testing.T) {
 	f := newFixture(t, setup{})
 	for _, d := range dtypes {
-		s := sampleOf(d.wire)
+		s := sampleOf(d.Wire)
 		for _, prefix := range []string{"id_", "nb_"} {
-			model := prefix + d.wire
+			model := prefix + d.Wire
 			shape := []int64{s.n}
 			if prefix == "id_" {
 				shape = []int64{1, s.n}
@@ -173,13 +174,13 @@ func TestModelInferDatatypes(t *testing.T) {
 			t.Run(model+"/raw", func(t *testing.T) {
 				resp, err := f.client.ModelInfer(t.Context(), &inferencepb.ModelInferRequest{
 					ModelName: model, Id: "r-" + model,
-					Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{in("INPUT0", d.wire, shape...)},
+					Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{in("INPUT0", d.Wire, shape...)},
 					RawInputContents: [][]byte{s.raw},
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := checkResponse(t, resp, model, "r-"+model, d.wire, shape); !bytes.Equal(got, s.raw) {
+				if got := checkResponse(t, resp, model, "r-"+model, d.Wire, shape); !bytes.Equal(got, s.raw) {
 					t.Errorf("output bytes %v, want %v", got, s.raw)
 				}
 			})
@@ -187,7 +188,7 @@ func TestModelInferDatatypes(t *testing.T) {
 				continue
 			}
 			t.Run(model+"/typed", func(t *testing.T) {
-				input := in("INPUT0", d.wire, shape...)
+				input := in("INPUT0", d.Wire, shape...)
 				input.Contents = s.typed
 				resp, err := f.client.ModelInfer(t.Context(), &inferencepb.ModelInferRequest{
 					ModelName: model, ModelVersion: "1",
@@ -196,7 +197,7 @@ func TestModelInferDatatypes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := checkResponse(t, resp, model, "", d.wire, shape); !bytes.Equal(got, s.raw) {
+				if got := checkResponse(t, resp, model, "", d.Wire, shape); !bytes.Equal(got, s.raw) {
 					t.Errorf("output bytes %v, want %v", got, s.raw)
 				}
 			})
@@ -210,17 +211,17 @@ func TestModelInferTypedMismatch(t *testing.T) {
 	f := newFixture(t, setup{})
 	for _, d := range dtypes {
 		wrong, wrongName := &inferencepb.InferTensorContents{Fp64Contents: []float64{1}}, "FP64"
-		if d.wire == "FP64" {
+		if d.Wire == "FP64" {
 			wrong, wrongName = &inferencepb.InferTensorContents{Int64Contents: []int64{1}}, "INT64"
 		}
-		t.Run(d.wire, func(t *testing.T) {
-			input := in("INPUT0", d.wire, 1)
+		t.Run(d.Wire, func(t *testing.T) {
+			input := in("INPUT0", d.Wire, 1)
 			input.Contents = wrong
 			_, err := f.client.ModelInfer(t.Context(), &inferencepb.ModelInferRequest{
-				ModelName: "nb_" + d.wire, Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{input},
+				ModelName: "nb_" + d.Wire, Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{input},
 			})
 			wantStatus(t, err, codes.InvalidArgument, fmt.Sprintf(
-				"unexpected explicit tensor data for input tensor 'INPUT0' for model 'nb_%s' of type '%s', expected datatype '%s'", d.wire, wrongName, d.wire))
+				"unexpected explicit tensor data for input tensor 'INPUT0' for model 'nb_%s' of type '%s', expected datatype '%s'", d.Wire, wrongName, d.Wire))
 		})
 	}
 	// INT32 contents for an INT64 input, and two typed fields at once.
@@ -636,10 +637,10 @@ func blockRequest(id string) *inferencepb.ModelInferRequest {
 	}
 }
 
-func waitStarted(t *testing.T, bl *blocker) {
+func waitStarted(t *testing.T, bl *testmodels.Blocker) {
 	t.Helper()
 	select {
-	case <-bl.started:
+	case <-bl.Started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the block backend never started")
 	}
@@ -647,10 +648,10 @@ func waitStarted(t *testing.T, bl *blocker) {
 
 // waitBlocked waits for the block backend to see its ctx end, with want
 // (any error when nil).
-func waitBlocked(t *testing.T, bl *blocker, want error) {
+func waitBlocked(t *testing.T, bl *testmodels.Blocker, want error) {
 	t.Helper()
 	select {
-	case err := <-bl.ended:
+	case err := <-bl.Ended:
 		if err == nil || (want != nil && !errors.Is(err, want)) {
 			t.Errorf("the backend's ctx ended with %v, want %v", err, want)
 		}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -17,98 +15,23 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/grpcapi/healthpb"
 	"github.com/triton-go/triton/grpcapi/inferencepb"
-	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/internal/testmodels"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// mirror answers every input "INPUTn" with the same tensor as "OUTPUTn".
-var mirror = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		for _, in := range r.Inputs {
-			out := in
-			out.Name = strings.Replace(in.Name, "INPUT", "OUTPUT", 1)
-			r.SetOutput(out)
-		}
-	}
-	return nil
-})
-
-// addSub computes OUTPUT0 = INPUT0 + INPUT1 and OUTPUT1 = INPUT0 - INPUT1
-// (INT32, Triton's "simple" model).
-var addSub = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		in0, _ := r.Input("INPUT0")
-		in1, _ := r.Input("INPUT1")
-		x, err := tensor.View[int32](in0)
-		if err != nil {
-			return err
-		}
-		y, err := tensor.View[int32](in1)
-		if err != nil {
-			return err
-		}
-		sum, diff := make([]int32, len(x)), make([]int32, len(x))
-		for i := range x {
-			sum[i], diff[i] = x[i]+y[i], x[i]-y[i]
-		}
-		o0, _ := tensor.From("OUTPUT0", in0.Shape, sum)
-		o1, _ := tensor.From("OUTPUT1", in0.Shape, diff)
-		r.SetOutput(o0)
-		r.SetOutput(o1)
-	}
-	return nil
-})
-
-// echoParams answers OUTPUT0 (BYTES [1]) with the request's parameters,
-// sorted, as "k=v(type)" joined by ";".
-var echoParams = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		var parts []string
-		for k, v := range r.Parameters {
-			parts = append(parts, fmt.Sprintf("%s=%v(%T)", k, v, v))
-		}
-		slices.Sort(parts)
-		out, err := tensor.FromStrings("OUTPUT0", tensor.Shape{1}, []string{strings.Join(parts, ";")})
-		if err != nil {
-			return err
-		}
-		r.SetOutput(out)
-	}
-	return nil
-})
-
-// blocker waits for its request's context to end and reports it.
-type blocker struct {
-	started chan struct{}
-	ended   chan error
-}
-
-func newBlocker() *blocker {
-	return &blocker{started: make(chan struct{}, 16), ended: make(chan error, 16)}
-}
-
-func (bl *blocker) backend() backend.Func {
-	return func(ctx context.Context, b *backend.Batch) error {
-		bl.started <- struct{}{}
-		<-ctx.Done()
-		bl.ended <- ctx.Err()
-		return ctx.Err()
-	}
-}
-
-// dtypes are the configuration names of the datatypes, and their protocol
-// names.
-var dtypes = []struct{ config, wire string }{
-	{"TYPE_BOOL", "BOOL"}, {"TYPE_UINT8", "UINT8"}, {"TYPE_UINT16", "UINT16"}, {"TYPE_UINT32", "UINT32"},
-	{"TYPE_UINT64", "UINT64"}, {"TYPE_INT8", "INT8"}, {"TYPE_INT16", "INT16"}, {"TYPE_INT32", "INT32"},
-	{"TYPE_INT64", "INT64"}, {"TYPE_FP16", "FP16"}, {"TYPE_FP32", "FP32"}, {"TYPE_FP64", "FP64"},
-	{"TYPE_STRING", "BYTES"}, {"TYPE_BF16", "BF16"},
-}
+// The test backends and helpers shared with the other packages' tests.
+var (
+	mirror     = testmodels.Mirror
+	addSub     = testmodels.AddSub
+	echoParams = testmodels.EchoParams
+	newBlocker = testmodels.NewBlocker
+	dtypes     = testmodels.Dtypes
+	mapFS      = testmodels.MapFS
+)
 
 const simpleConfig = `
 name: "simple"
@@ -157,29 +80,21 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`,
 			prefix string
 			batch  int
 		}{{"id_", 8}, {"nb_", 0}} {
-			name := m.prefix + d.wire
+			name := m.prefix + d.Wire
 			files[name+"/config.pbtxt"] = fmt.Sprintf(`name: %q backend: "mirror" max_batch_size: %d
 input [ { name: "INPUT0" data_type: %s dims: [ -1 ] } ]
-output [ { name: "OUTPUT0" data_type: %s dims: [ -1 ] } ]`, name, m.batch, d.config, d.config)
+output [ { name: "OUTPUT0" data_type: %s dims: [ -1 ] } ]`, name, m.batch, d.Config, d.Config)
 			files[name+"/1/model"] = ""
 		}
 	}
 	return files
 }
 
-func mapFS(files map[string]string) fstest.MapFS {
-	fsys := fstest.MapFS{}
-	for name, content := range files {
-		fsys[name] = &fstest.MapFile{Data: []byte(content)}
-	}
-	return fsys
-}
-
 // fixture is a triton.Server over the standard repository (or another),
 // served by grpcapi over an in-memory connection.
 type fixture struct {
 	srv    *triton.Server
-	block  *blocker
+	block  *testmodels.Blocker
 	client inferencepb.GRPCInferenceServiceClient
 	health healthpb.HealthClient
 	conn   *grpc.ClientConn
@@ -204,7 +119,7 @@ func newFixture(t testing.TB, s setup) *fixture {
 		triton.WithBackend("mirror", mirror),
 		triton.WithBackend("addsub", addSub),
 		triton.WithBackend("params", echoParams),
-		triton.WithBackend("block", f.block.backend()),
+		triton.WithBackend("block", f.block.Backend()),
 	}, s.server...)
 	srv, err := triton.New(opts...)
 	if err != nil {

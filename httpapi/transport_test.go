@@ -203,7 +203,7 @@ func TestCancellation(t *testing.T) {
 		"block/config.pbtxt": strings.Replace(identityConfig("block", "TYPE_INT32", 0), `"mirror"`, `"blocker"`, 1),
 		"block/1/model":      "",
 	}
-	srv := newServer(t, files, triton.WithBackend("blocker", bl.backend()))
+	srv := newServer(t, files, triton.WithBackend("blocker", bl.Backend()))
 	ts, client := newHTTPServer(t, httpapi.NewHandler(srv))
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -219,13 +219,13 @@ func TestCancellation(t *testing.T) {
 		done <- err
 	}()
 	select {
-	case <-bl.started:
+	case <-bl.Started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the backend never started")
 	}
 	cancel() // the client goes away
 	select {
-	case err := <-bl.ended:
+	case err := <-bl.Ended:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("backend saw %v, want context.Canceled", err)
 		}
