@@ -18,7 +18,10 @@
 // no per-instance worker goroutines to hand requests to), then checks the
 // outputs against the configuration too. With dynamic_batching, concurrent
 // requests queue in package batcher and the first request of each batch
-// runs it for all of them. An ensemble (platform "ensemble") is a model
+// runs it for all of them. With sequence_batching, the requests of one
+// sequence run in order, each with the sequence's control tensors and
+// implicit state added by the server, and the ready requests of different
+// sequences batch together the same way. An ensemble (platform "ensemble") is a model
 // like the others, run by package ensemble: each of its steps is an
 // ordinary request to a composing model, so that model's batcher applies.
 // Every model gets a [backend.Caller] at load ([backend.ModelSpec]) through
