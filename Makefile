@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSelectVersions$$' -fuzztime 30000x ./repository
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckFraming$$' -fuzztime 30000x ./cgo/ortrun
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 30000x ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzModelInfer$$' -fuzztime 30000x ./grpcapi
 
 # Benchmarks behind docs/performance.md.
 bench: deps
