@@ -33,7 +33,9 @@ import (
 //     direct strategy, max_candidate_sequences per instance for oldest),
 //     waiting for room or refused as configured;
 //   - order: each request waits for the previous request of its sequence
-//     to finish (a chain of channels, one per request);
+//     to finish (a chain of channels, one per request); a request
+//     cancelled while waiting or running cancels the requests of its
+//     sequence admitted before that and not yet run, as Triton does;
 //   - inputs: the control tensors (START, END, READY, CORRID) with the
 //     configured datatypes and values, and the implicit state, are added
 //     to the request's inputs, each with a batch dimension of 1 (at the
@@ -92,6 +94,10 @@ type sequence struct {
 	last  time.Time       // when a request last finished
 	queue int             // requests admitted and not finished
 	ended bool            // its END request ran; only a START may follow
+	// epoch counts the sequence's cancelled requests: a cancellation
+	// cancels the requests admitted before it that have not run yet, as in
+	// Triton (their inputs assumed the cancelled one would run).
+	epoch uint64
 }
 
 // control is one control tensor to add to every request.
@@ -261,9 +267,10 @@ func (s *sequencer) key(req *InferRequest) (seqKey, error) {
 
 // turn is an admitted request's place in its sequence.
 type turn struct {
-	seq  *sequence
-	prev chan struct{} // closed when the previous request has finished
-	done chan struct{} // closed by finish
+	seq   *sequence
+	prev  chan struct{} // closed when the previous request has finished
+	done  chan struct{} // closed by finish
+	epoch uint64        // the sequence's epoch at admission
 }
 
 // admit places the request in its sequence: a START opens the sequence
@@ -296,7 +303,7 @@ func (s *sequencer) admit(ctx context.Context, k seqKey, req *InferRequest) (tur
 			s.room.Release(1) // another START of the same ID opened it meanwhile
 		}
 	}
-	t := turn{seq: sq, prev: sq.tail, done: make(chan struct{})}
+	t := turn{seq: sq, prev: sq.tail, done: make(chan struct{}), epoch: sq.epoch}
 	sq.tail = t.done
 	sq.queue++
 	s.mu.Unlock()
@@ -336,12 +343,21 @@ func (s *sequencer) wait(ctx context.Context, t turn) error {
 	case <-t.prev:
 		return nil
 	case <-ctx.Done():
+		s.cancelPending(t.seq)
 		go func() {
 			<-t.prev
 			s.finish(t, false, nil)
 		}()
 		return ctx.Err()
 	}
+}
+
+// cancelPending cancels the requests of sq admitted so far that have not
+// run yet, after one of its requests was cancelled.
+func (s *sequencer) cancelPending(sq *sequence) {
+	s.mu.Lock()
+	sq.epoch++
+	s.mu.Unlock()
 }
 
 // finish ends a request's turn; end tells the sequence is over (its END
@@ -507,6 +523,7 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 	}
 	var state []tensor.Tensor
 	s.mu.Lock()
+	cancelled := tn.seq.epoch != tn.epoch
 	ended := tn.seq.ended
 	if !req.SequenceStart {
 		state = tn.seq.state
@@ -514,6 +531,11 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 		tn.seq.ended = false
 	}
 	s.mu.Unlock()
+	if cancelled {
+		s.finish(tn, false, nil)
+		return nil, v.fail(t, batch, v.errorf(req, Cancelled,
+			fmt.Errorf("a request of sequence %s to model '%s' admitted before this one was cancelled, so this one is cancelled too", k, v.name)))
+	}
 	if ended && !req.SequenceStart {
 		s.finish(tn, false, nil)
 		return nil, v.fail(t, batch, v.errorf(req, InvalidArgument,
@@ -532,6 +554,9 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 	}
 	resp, err := v.run(ctx, &run, batch, t)
 	if err != nil {
+		if ctx.Err() != nil {
+			s.cancelPending(tn.seq)
+		}
 		s.finish(tn, req.SequenceEnd, nil)
 		return nil, err
 	}
