@@ -103,14 +103,6 @@ func (h *harness) drop(id int) (error, int) {
 	return h.dropped[id], len(h.dropped)
 }
 
-func ids(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i + 1
-	}
-	return out
-}
-
 func TestFormation(t *testing.T) {
 	type arrival struct {
 		at          time.Duration // after the start

@@ -31,13 +31,12 @@ func TestNewPanicsOnNonPositiveCapacity(t *testing.T) {
 func TestHitAndMiss(t *testing.T) {
 	a, b := simple("m", "a"), simple("m", "b")
 	type step struct {
-		call     call
-		hit      bool
-		calls    int64 // model executions so far
-		entries  int
-		hits     int64
-		misses   int64
-		newEntry bool
+		call    call
+		hit     bool
+		calls   int64 // model executions so far
+		entries int
+		hits    int64
+		misses  int64
 	}
 	tests := []struct {
 		name  string
