@@ -1,13 +1,11 @@
 package modelconfig_test
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/triton-go/triton/internal/protoschema"
 	"github.com/triton-go/triton/modelconfig"
 )
 
@@ -34,13 +32,13 @@ const (
 // name of the type; for map fields it is "map<K,V>" (and kind/card are those
 // of the synthetic map entry: message, repeated).
 type fieldFact struct {
-	msg   string
-	field string
-	num   protoreflect.FieldNumber
-	card  protoreflect.Cardinality
-	kind  protoreflect.Kind
-	typ   string
-	oneof string
+	Msg   string
+	Field string
+	Num   protoreflect.FieldNumber
+	Card  protoreflect.Cardinality
+	Kind  protoreflect.Kind
+	Type  string
+	Oneof string
 }
 
 // schema lists every field of every message, so that a wrong, missing or
@@ -264,27 +262,14 @@ var enums = map[string][]enumValue{
 }
 
 type enumValue struct {
-	name string
-	num  protoreflect.EnumNumber
+	Name string
+	Num  protoreflect.EnumNumber
 }
 
 const pkg = "inference."
 
 func fileDesc() protoreflect.FileDescriptor {
 	return modelconfig.File_model_config_proto
-}
-
-// walkMessages calls fn for every message of the file, nested ones
-// included, except the synthetic map-entry messages.
-func walkMessages(md protoreflect.MessageDescriptors, fn func(protoreflect.MessageDescriptor)) {
-	for i := range md.Len() {
-		m := md.Get(i)
-		if m.IsMapEntry() {
-			continue
-		}
-		fn(m)
-		walkMessages(m.Messages(), fn)
-	}
 }
 
 func walkEnums(fd protoreflect.FileDescriptor, fn func(protoreflect.EnumDescriptor)) {
@@ -294,26 +279,7 @@ func walkEnums(fd protoreflect.FileDescriptor, fn func(protoreflect.EnumDescript
 		}
 	}
 	each(fd.Enums())
-	walkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) { each(m.Enums()) })
-}
-
-// typeOf renders a field's type the way the table writes it.
-func typeOf(f protoreflect.FieldDescriptor) string {
-	short := func(n protoreflect.FullName) string { return string(n)[len(pkg):] }
-	switch {
-	case f.IsMap():
-		k, v := f.MapKey(), f.MapValue()
-		vs := v.Kind().String()
-		if v.Kind() == protoreflect.MessageKind {
-			vs = short(v.Message().FullName())
-		}
-		return fmt.Sprintf("map<%s,%s>", k.Kind(), vs)
-	case f.Kind() == protoreflect.MessageKind:
-		return short(f.Message().FullName())
-	case f.Kind() == protoreflect.EnumKind:
-		return short(f.Enum().FullName())
-	}
-	return ""
+	protoschema.WalkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) { each(m.Enums()) })
 }
 
 func TestSchemaPackage(t *testing.T) {
@@ -327,64 +293,7 @@ func TestSchemaPackage(t *testing.T) {
 }
 
 func TestSchemaFields(t *testing.T) {
-	fd := fileDesc()
-	seen := map[string]bool{}
-	for _, want := range schema {
-		key := want.msg + "." + want.field
-		seen[key] = true
-		t.Run(key, func(t *testing.T) {
-			d, err := findMessage(fd, want.msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := d.Fields().ByName(protoreflect.Name(want.field))
-			if f == nil {
-				t.Fatalf("field %s missing", key)
-			}
-			if f.Number() != want.num {
-				t.Errorf("number = %d, want %d", f.Number(), want.num)
-			}
-			if f.Cardinality() != want.card {
-				t.Errorf("cardinality = %v, want %v", f.Cardinality(), want.card)
-			}
-			if f.Kind() != want.kind {
-				t.Errorf("kind = %v, want %v", f.Kind(), want.kind)
-			}
-			if got := typeOf(f); got != want.typ {
-				t.Errorf("type = %q, want %q", got, want.typ)
-			}
-			var oneof string
-			if o := f.ContainingOneof(); o != nil && !o.IsSynthetic() {
-				oneof = string(o.Name())
-			}
-			if oneof != want.oneof {
-				t.Errorf("oneof = %q, want %q", oneof, want.oneof)
-			}
-			if f.HasPresence() && want.oneof == "" && f.Kind() != protoreflect.MessageKind {
-				t.Errorf("scalar field has explicit presence; Triton's proto3 fields are not 'optional'")
-			}
-		})
-	}
-
-	// Nothing beyond the table: an extra field or message would also break
-	// compatibility with Triton's schema.
-	walkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) {
-		name := string(m.FullName())[len(pkg):]
-		if m.Fields().Len() == 0 && !slices.Contains(fieldless, name) {
-			t.Errorf("message %s has no fields and is not in the fieldless list", name)
-		}
-		for i := range m.Fields().Len() {
-			f := m.Fields().Get(i)
-			if key := name + "." + string(f.Name()); !seen[key] {
-				t.Errorf("field %s (number %d) is not in Triton's schema table", key, f.Number())
-			}
-		}
-	})
-	for _, name := range fieldless {
-		if _, err := findMessage(fd, name); err != nil {
-			t.Error(err)
-		}
-	}
+	protoschema.Fields(t, fileDesc(), pkg, fields(), fieldless)
 }
 
 func TestSchemaEnums(t *testing.T) {
@@ -398,19 +307,11 @@ func TestSchemaEnums(t *testing.T) {
 			if !ok {
 				t.Fatalf("enum %s is not in Triton's schema", name)
 			}
-			vals := e.Values()
-			if vals.Len() != len(want) {
-				t.Errorf("%d values, want %d", vals.Len(), len(want))
-			}
+			vals := make([]protoschema.EnumValue, len(want))
 			for i, w := range want {
-				if i >= vals.Len() {
-					break
-				}
-				v := vals.Get(i)
-				if string(v.Name()) != w.name || v.Number() != w.num {
-					t.Errorf("value %d = %s=%d, want %s=%d", i, v.Name(), v.Number(), w.name, w.num)
-				}
+				vals[i] = protoschema.EnumValue(w)
 			}
+			protoschema.EnumValues(t, e, vals)
 		})
 	})
 	for name := range enums {
@@ -443,16 +344,12 @@ func TestSchemaGoNames(t *testing.T) {
 	}
 }
 
-// findMessage resolves a dotted name relative to the proto package.
-func findMessage(fd protoreflect.FileDescriptor, name string) (protoreflect.MessageDescriptor, error) {
-	d := fd.Messages()
-	var m protoreflect.MessageDescriptor
-	for part := range strings.SplitSeq(name, ".") {
-		m = d.ByName(protoreflect.Name(part))
-		if m == nil {
-			return nil, fmt.Errorf("message %s missing", name)
-		}
-		d = m.Messages()
+// fields is the table as protoschema takes it (the table's own type keeps
+// its literals short).
+func fields() []protoschema.Field {
+	out := make([]protoschema.Field, len(schema))
+	for i, f := range schema {
+		out[i] = protoschema.Field(f)
 	}
-	return m, nil
+	return out
 }

@@ -1,7 +1,6 @@
 package healthpb_test
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/triton-go/triton/grpcapi/healthpb"
+	"github.com/triton-go/triton/internal/protoschema"
 )
 
 const (
@@ -20,37 +20,22 @@ const (
 // rpcs are the RPCs of Triton's health.proto in declaration order.
 // triton-protocol.md §2.1 lists only Check; Triton's real health.proto also
 // declares the server-streaming Watch.
-var rpcs = []struct {
-	name         string
-	in, out      string
-	clientStream bool
-	serverStream bool
-	fullMethod   string // the generated Go constant
-}{
-	{"Check", "HealthCheckRequest", "HealthCheckResponse", false, false, healthpb.Health_Check_FullMethodName},
-	{"Watch", "HealthCheckRequest", "HealthCheckResponse", false, true, healthpb.Health_Watch_FullMethodName},
+var rpcs = []protoschema.RPC{
+	{Name: "Check", In: "HealthCheckRequest", Out: "HealthCheckResponse", FullMethod: healthpb.Health_Check_FullMethodName},
+	{Name: "Watch", In: "HealthCheckRequest", Out: "HealthCheckResponse", ServerStream: true, FullMethod: healthpb.Health_Watch_FullMethodName},
 }
 
 // schema lists every field of every message (names relative to the proto
 // package); typ is the enum's name for enum fields.
-var schema = []struct {
-	msg   string
-	field string
-	num   protoreflect.FieldNumber
-	kind  protoreflect.Kind
-	typ   string
-}{
-	{"HealthCheckRequest", "service", 1, protoreflect.StringKind, ""},
-	{"HealthCheckResponse", "status", 1, protoreflect.EnumKind, "HealthCheckResponse.ServingStatus"},
+var schema = []protoschema.Field{
+	{Msg: "HealthCheckRequest", Field: "service", Num: 1, Card: protoreflect.Optional, Kind: protoreflect.StringKind},
+	{Msg: "HealthCheckResponse", Field: "status", Num: 1, Card: protoreflect.Optional, Kind: protoreflect.EnumKind, Type: "HealthCheckResponse.ServingStatus"},
 }
 
 // servingStatus are the values of HealthCheckResponse.ServingStatus in
 // declaration order.
-var servingStatus = []struct {
-	name string
-	num  protoreflect.EnumNumber
-}{
-	{"UNKNOWN", 0}, {"SERVING", 1}, {"NOT_SERVING", 2}, {"SERVICE_UNKNOWN", 3},
+var servingStatus = []protoschema.EnumValue{
+	{Name: "UNKNOWN", Num: 0}, {Name: "SERVING", Num: 1}, {Name: "NOT_SERVING", Num: 2}, {Name: "SERVICE_UNKNOWN", Num: 3},
 }
 
 func fileDesc() protoreflect.FileDescriptor {
@@ -98,109 +83,11 @@ func TestSchemaFile(t *testing.T) {
 }
 
 func TestSchemaService(t *testing.T) {
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(service)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd, ok := d.(protoreflect.ServiceDescriptor)
-	if !ok {
-		t.Fatalf("%s is a %T, not a service", service, d)
-	}
-	if sd.ParentFile() != fileDesc() {
-		t.Errorf("%s is declared in %s, want health.proto", service, sd.ParentFile().Path())
-	}
-	methods := sd.Methods()
-	if methods.Len() != len(rpcs) {
-		t.Errorf("%d rpcs, want %d", methods.Len(), len(rpcs))
-	}
-	for i, want := range rpcs {
-		t.Run(want.name, func(t *testing.T) {
-			if i >= methods.Len() {
-				t.Fatalf("rpc %d missing", i)
-			}
-			m := methods.Get(i)
-			if string(m.Name()) != want.name {
-				t.Errorf("rpc %d = %s, want %s (declaration order)", i, m.Name(), want.name)
-			}
-			if got := string(m.Input().FullName()); got != pkg+want.in {
-				t.Errorf("input = %s, want %s", got, pkg+want.in)
-			}
-			if got := string(m.Output().FullName()); got != pkg+want.out {
-				t.Errorf("output = %s, want %s", got, pkg+want.out)
-			}
-			if m.IsStreamingClient() != want.clientStream {
-				t.Errorf("client streaming = %v, want %v", m.IsStreamingClient(), want.clientStream)
-			}
-			if m.IsStreamingServer() != want.serverStream {
-				t.Errorf("server streaming = %v, want %v", m.IsStreamingServer(), want.serverStream)
-			}
-			if path := "/" + service + "/" + want.name; want.fullMethod != path {
-				t.Errorf("Go full method name = %q, want %q", want.fullMethod, path)
-			}
-		})
-	}
-
-	desc := healthpb.Health_ServiceDesc
-	if desc.ServiceName != service {
-		t.Errorf("ServiceDesc.ServiceName = %q, want %q", desc.ServiceName, service)
-	}
-	var got []string
-	for _, m := range desc.Methods {
-		got = append(got, m.MethodName)
-	}
-	for _, s := range desc.Streams {
-		got = append(got, fmt.Sprintf("%s client=%v server=%v", s.StreamName, s.ClientStreams, s.ServerStreams))
-	}
-	if want := []string{"Check", "Watch client=false server=true"}; !slices.Equal(got, want) {
-		t.Errorf("ServiceDesc methods and streams = %q, want %q", got, want)
-	}
+	protoschema.Service(t, fileDesc(), pkg, service, rpcs, healthpb.Health_ServiceDesc)
 }
 
 func TestSchemaFields(t *testing.T) {
-	seen := map[protoreflect.FullName]bool{}
-	for _, want := range schema {
-		key := protoreflect.FullName(pkg + want.msg + "." + want.field)
-		seen[key] = true
-		t.Run(want.msg+"."+want.field, func(t *testing.T) {
-			d, err := protoregistry.GlobalFiles.FindDescriptorByName(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, ok := d.(protoreflect.FieldDescriptor)
-			if !ok {
-				t.Fatalf("%s is a %T, not a field", key, d)
-			}
-			if f.ParentFile() != fileDesc() {
-				t.Errorf("declared in %s, want health.proto", f.ParentFile().Path())
-			}
-			if f.Number() != want.num {
-				t.Errorf("number = %d, want %d", f.Number(), want.num)
-			}
-			if f.Cardinality() != protoreflect.Optional || f.HasPresence() || f.ContainingOneof() != nil {
-				t.Errorf("cardinality = %v (presence %v, oneof %v), want a plain proto3 singular field",
-					f.Cardinality(), f.HasPresence(), f.ContainingOneof() != nil)
-			}
-			if f.Kind() != want.kind {
-				t.Errorf("kind = %v, want %v", f.Kind(), want.kind)
-			}
-			var typ string
-			if f.Kind() == protoreflect.EnumKind {
-				typ = string(f.Enum().FullName())[len(pkg):]
-			}
-			if typ != want.typ {
-				t.Errorf("type = %q, want %q", typ, want.typ)
-			}
-		})
-	}
-	fd := fileDesc()
-	for i := range fd.Messages().Len() {
-		m := fd.Messages().Get(i)
-		for j := range m.Fields().Len() {
-			if f := m.Fields().Get(j); !seen[f.FullName()] {
-				t.Errorf("field %s (number %d) is not in Triton's health.proto", f.FullName(), f.Number())
-			}
-		}
-	}
+	protoschema.Fields(t, fileDesc(), pkg, schema, nil)
 }
 
 func TestSchemaServingStatus(t *testing.T) {
@@ -219,18 +106,7 @@ func TestSchemaServingStatus(t *testing.T) {
 	if n := (&healthpb.HealthCheckResponse{}).ProtoReflect().Descriptor().Enums().Len(); n != 1 {
 		t.Errorf("HealthCheckResponse declares %d enums, want 1", n)
 	}
-	vals := e.Values()
-	if vals.Len() != len(servingStatus) {
-		t.Errorf("%d values, want %d", vals.Len(), len(servingStatus))
-	}
-	for i, w := range servingStatus {
-		if i >= vals.Len() {
-			break
-		}
-		if v := vals.Get(i); string(v.Name()) != w.name || v.Number() != w.num {
-			t.Errorf("value %d = %s=%d, want %s=%d", i, v.Name(), v.Number(), w.name, w.num)
-		}
-	}
+	protoschema.EnumValues(t, e, servingStatus)
 	// The Go constants other packages use.
 	goNames := map[healthpb.HealthCheckResponse_ServingStatus]string{
 		healthpb.HealthCheckResponse_UNKNOWN:         "UNKNOWN",
@@ -239,9 +115,9 @@ func TestSchemaServingStatus(t *testing.T) {
 		healthpb.HealthCheckResponse_SERVICE_UNKNOWN: "SERVICE_UNKNOWN",
 	}
 	for _, w := range servingStatus {
-		c := healthpb.HealthCheckResponse_ServingStatus(w.num)
-		if goNames[c] != w.name || c.String() != w.name {
-			t.Errorf("Go constant %d = %s (%s), want %s", w.num, goNames[c], c, w.name)
+		c := healthpb.HealthCheckResponse_ServingStatus(w.Num)
+		if goNames[c] != w.Name || c.String() != w.Name {
+			t.Errorf("Go constant %d = %s (%s), want %s", w.Num, goNames[c], c, w.Name)
 		}
 	}
 }

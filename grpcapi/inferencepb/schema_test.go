@@ -1,9 +1,7 @@
 package inferencepb_test
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -12,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/protoschema"
 	"github.com/triton-go/triton/modelconfig"
 )
 
@@ -42,11 +41,11 @@ const (
 // rpcFact is one row of triton-protocol.md §2.2, in declaration order.
 // Message names are relative to the proto package "inference".
 type rpcFact struct {
-	name         string
-	in, out      string
-	clientStream bool
-	serverStream bool
-	fullMethod   string // the generated Go constant
+	Name         string
+	In, Out      string
+	ClientStream bool
+	ServerStream bool
+	FullMethod   string // the generated Go constant
 }
 
 var rpcs = []rpcFact{
@@ -77,13 +76,13 @@ var rpcs = []rpcFact{
 // the name of the type; for map fields it is "map<K,V>" (and kind/card are
 // those of the synthetic map entry: message, repeated).
 type fieldFact struct {
-	msg   string
-	field string
-	num   protoreflect.FieldNumber
-	card  protoreflect.Cardinality
-	kind  protoreflect.Kind
-	typ   string
-	oneof string
+	Msg   string
+	Field string
+	Num   protoreflect.FieldNumber
+	Card  protoreflect.Cardinality
+	Kind  protoreflect.Kind
+	Type  string
+	Oneof string
 }
 
 // schema lists every field of every message, so that a wrong, missing or
@@ -267,38 +266,6 @@ func fileDesc() protoreflect.FileDescriptor {
 	return inferencepb.File_grpc_service_proto
 }
 
-// walkMessages calls fn for every message of the file, nested ones
-// included, except the synthetic map-entry messages.
-func walkMessages(md protoreflect.MessageDescriptors, fn func(protoreflect.MessageDescriptor)) {
-	for i := range md.Len() {
-		m := md.Get(i)
-		if m.IsMapEntry() {
-			continue
-		}
-		fn(m)
-		walkMessages(m.Messages(), fn)
-	}
-}
-
-// typeOf renders a field's type the way the table writes it.
-func typeOf(f protoreflect.FieldDescriptor) string {
-	short := func(n protoreflect.FullName) string { return strings.TrimPrefix(string(n), pkg) }
-	switch {
-	case f.IsMap():
-		k, v := f.MapKey(), f.MapValue()
-		vs := v.Kind().String()
-		if v.Kind() == protoreflect.MessageKind {
-			vs = short(v.Message().FullName())
-		}
-		return fmt.Sprintf("map<%s,%s>", k.Kind(), vs)
-	case f.Kind() == protoreflect.MessageKind:
-		return short(f.Message().FullName())
-	case f.Kind() == protoreflect.EnumKind:
-		return short(f.Enum().FullName())
-	}
-	return ""
-}
-
 func TestSchemaFile(t *testing.T) {
 	fd, err := protoregistry.GlobalFiles.FindFileByPath("grpc_service.proto")
 	if err != nil {
@@ -334,7 +301,7 @@ func TestSchemaFile(t *testing.T) {
 	if n := fd.Extensions().Len(); n != 0 {
 		t.Errorf("%d extensions, want none", n)
 	}
-	walkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) {
+	protoschema.WalkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) {
 		if n := m.Enums().Len(); n != 0 {
 			t.Errorf("message %s declares %d enums, want none", m.FullName(), n)
 		}
@@ -342,147 +309,15 @@ func TestSchemaFile(t *testing.T) {
 }
 
 func TestSchemaService(t *testing.T) {
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(service)
-	if err != nil {
-		t.Fatal(err)
+	want := make([]protoschema.RPC, len(rpcs))
+	for i, r := range rpcs {
+		want[i] = protoschema.RPC(r)
 	}
-	sd, ok := d.(protoreflect.ServiceDescriptor)
-	if !ok {
-		t.Fatalf("%s is a %T, not a service", service, d)
-	}
-	if sd.ParentFile() != fileDesc() {
-		t.Errorf("%s is declared in %s, want grpc_service.proto", service, sd.ParentFile().Path())
-	}
-	methods := sd.Methods()
-	if methods.Len() != len(rpcs) {
-		t.Errorf("%d rpcs, want %d", methods.Len(), len(rpcs))
-	}
-	for i, want := range rpcs {
-		t.Run(want.name, func(t *testing.T) {
-			if i >= methods.Len() {
-				t.Fatalf("rpc %d missing", i)
-			}
-			m := methods.Get(i)
-			if string(m.Name()) != want.name {
-				t.Errorf("rpc %d = %s, want %s (declaration order)", i, m.Name(), want.name)
-			}
-			if got := string(m.Input().FullName()); got != pkg+want.in {
-				t.Errorf("input = %s, want %s", got, pkg+want.in)
-			}
-			if got := string(m.Output().FullName()); got != pkg+want.out {
-				t.Errorf("output = %s, want %s", got, pkg+want.out)
-			}
-			if m.IsStreamingClient() != want.clientStream {
-				t.Errorf("client streaming = %v, want %v", m.IsStreamingClient(), want.clientStream)
-			}
-			if m.IsStreamingServer() != want.serverStream {
-				t.Errorf("server streaming = %v, want %v", m.IsStreamingServer(), want.serverStream)
-			}
-			if path := "/" + service + "/" + want.name; want.fullMethod != path {
-				t.Errorf("Go full method name = %q, want %q", want.fullMethod, path)
-			}
-		})
-	}
-
-	// The grpc-go service description registered by the server: unary
-	// RPCs in Methods, streaming ones in Streams, both in declaration order.
-	desc := inferencepb.GRPCInferenceService_ServiceDesc
-	if desc.ServiceName != service {
-		t.Errorf("ServiceDesc.ServiceName = %q, want %q", desc.ServiceName, service)
-	}
-	if desc.Metadata != "grpc_service.proto" {
-		t.Errorf("ServiceDesc.Metadata = %v, want grpc_service.proto", desc.Metadata)
-	}
-	var unary, streams, gotUnary, gotStreams []string
-	for _, r := range rpcs {
-		if r.clientStream || r.serverStream {
-			streams = append(streams, fmt.Sprintf("%s client=%v server=%v", r.name, r.clientStream, r.serverStream))
-		} else {
-			unary = append(unary, r.name)
-		}
-	}
-	for _, m := range desc.Methods {
-		gotUnary = append(gotUnary, m.MethodName)
-	}
-	for _, s := range desc.Streams {
-		gotStreams = append(gotStreams, fmt.Sprintf("%s client=%v server=%v", s.StreamName, s.ClientStreams, s.ServerStreams))
-	}
-	if !slices.Equal(gotUnary, unary) {
-		t.Errorf("ServiceDesc.Methods = %q, want %q", gotUnary, unary)
-	}
-	if !slices.Equal(gotStreams, streams) {
-		t.Errorf("ServiceDesc.Streams = %q, want %q", gotStreams, streams)
-	}
+	protoschema.Service(t, fileDesc(), pkg, service, want, inferencepb.GRPCInferenceService_ServiceDesc)
 }
 
 func TestSchemaFields(t *testing.T) {
-	fd := fileDesc()
-	seen := map[string]bool{}
-	for _, want := range schema {
-		key := want.msg + "." + want.field
-		if seen[key] {
-			t.Errorf("table lists %s twice", key)
-		}
-		seen[key] = true
-		t.Run(key, func(t *testing.T) {
-			d, err := findMessage(fd, want.msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(pkg + want.msg)); err != nil || g != d {
-				t.Errorf("registry lookup of %s%s = %v, %v; want the file's message", pkg, want.msg, g, err)
-			}
-			f := d.Fields().ByName(protoreflect.Name(want.field))
-			if f == nil {
-				t.Fatalf("field %s missing", key)
-			}
-			if f.Number() != want.num {
-				t.Errorf("number = %d, want %d", f.Number(), want.num)
-			}
-			if f.Cardinality() != want.card {
-				t.Errorf("cardinality = %v, want %v", f.Cardinality(), want.card)
-			}
-			if f.Kind() != want.kind {
-				t.Errorf("kind = %v, want %v", f.Kind(), want.kind)
-			}
-			if got := typeOf(f); got != want.typ {
-				t.Errorf("type = %q, want %q", got, want.typ)
-			}
-			var oneof string
-			if o := f.ContainingOneof(); o != nil && !o.IsSynthetic() {
-				oneof = string(o.Name())
-			}
-			if oneof != want.oneof {
-				t.Errorf("oneof = %q, want %q", oneof, want.oneof)
-			}
-			if f.HasPresence() && want.oneof == "" && f.Kind() != protoreflect.MessageKind {
-				t.Errorf("scalar field has explicit presence; Triton's proto3 fields are not 'optional'")
-			}
-		})
-	}
-
-	// Nothing beyond the table: an extra field or message would also break
-	// compatibility with Triton's schema.
-	walkMessages(fd.Messages(), func(m protoreflect.MessageDescriptor) {
-		name := strings.TrimPrefix(string(m.FullName()), pkg)
-		if m.Fields().Len() == 0 && !slices.Contains(fieldless, name) {
-			t.Errorf("message %s has no fields and is not in the fieldless list", name)
-		}
-		if m.Fields().Len() != 0 && slices.Contains(fieldless, name) {
-			t.Errorf("message %s has %d fields, want none", name, m.Fields().Len())
-		}
-		for i := range m.Fields().Len() {
-			f := m.Fields().Get(i)
-			if key := name + "." + string(f.Name()); !seen[key] {
-				t.Errorf("field %s (number %d) is not in Triton's schema table", key, f.Number())
-			}
-		}
-	})
-	for _, name := range fieldless {
-		if _, err := findMessage(fd, name); err != nil {
-			t.Error(err)
-		}
-	}
+	protoschema.Fields(t, fileDesc(), pkg, fields(), fieldless)
 }
 
 // The generated Go field has modelconfig's type (checked at compile time).
@@ -547,16 +382,12 @@ func TestSchemaGoNames(t *testing.T) {
 	}
 }
 
-// findMessage resolves a dotted name relative to the proto package.
-func findMessage(fd protoreflect.FileDescriptor, name string) (protoreflect.MessageDescriptor, error) {
-	d := fd.Messages()
-	var m protoreflect.MessageDescriptor
-	for part := range strings.SplitSeq(name, ".") {
-		m = d.ByName(protoreflect.Name(part))
-		if m == nil {
-			return nil, fmt.Errorf("message %s missing", name)
-		}
-		d = m.Messages()
+// fields is the table as protoschema takes it (the table's own type keeps
+// its literals short).
+func fields() []protoschema.Field {
+	out := make([]protoschema.Field, len(schema))
+	for i, f := range schema {
+		out[i] = protoschema.Field(f)
 	}
-	return m, nil
+	return out
 }
