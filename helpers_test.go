@@ -18,8 +18,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Test backends shared with the adapters' tests.
 var (
-	mirror = testmodels.Mirror
-	mapFS  = testmodels.MapFS
+	mirror    = testmodels.Mirror
+	mapFS     = testmodels.MapFS
+	newServer = testmodels.NewServer
 )
 
 // simpleConfig is Triton's classic "simple" model: two INT32 [16] inputs,
@@ -73,22 +74,6 @@ var addSub = backend.Func(func(ctx context.Context, b *backend.Batch) error {
 	}
 	return nil
 })
-
-// newServer starts a server over an in-memory repository and closes it when
-// the test ends.
-func newServer(t testing.TB, files map[string]string, opts ...triton.Option) *triton.Server {
-	t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithRepository(mapFS(files))}, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return srv
-}
 
 func int32s(t testing.TB, name string, shape tensor.Shape, vals ...int32) tensor.Tensor {
 	t.Helper()

@@ -130,12 +130,11 @@ func New(srv *triton.Server, opts ...Option) *Service {
 		if strings.TrimSpace(r.key) == "" {
 			panic(fmt.Sprintf("grpcapi: WithRestrictedProtocol(%q, %q, ...): empty key", r.categories, r.key))
 		}
-		for name := range strings.SplitSeq(r.categories, ",") {
-			name = strings.TrimSpace(name)
-			cat, ok := wire.ParseCategory(name)
-			if !ok {
-				panic(fmt.Sprintf("grpcapi: WithRestrictedProtocol: unknown category %q (want one of %s)", name, strings.Join(wire.CategoryNames[:], ", ")))
-			}
+		cats, err := wire.ParseCategories(r.categories)
+		if err != nil {
+			panic("grpcapi: WithRestrictedProtocol: " + err.Error())
+		}
+		for _, cat := range cats {
 			s.restrict[cat] = r
 		}
 	}

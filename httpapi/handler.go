@@ -164,12 +164,11 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 		if strings.TrimSpace(r.header) == "" {
 			panic(fmt.Sprintf("httpapi: WithRestrictedAPI(%q, %q, ...): empty header name", r.categories, r.header))
 		}
-		for name := range strings.SplitSeq(r.categories, ",") {
-			name = strings.TrimSpace(name)
-			cat, ok := wire.ParseCategory(name)
-			if !ok {
-				panic(fmt.Sprintf("httpapi: WithRestrictedAPI: unknown category %q (want one of %s)", name, strings.Join(wire.CategoryNames[:], ", ")))
-			}
+		cats, err := wire.ParseCategories(r.categories)
+		if err != nil {
+			panic("httpapi: WithRestrictedAPI: " + err.Error())
+		}
+		for _, cat := range cats {
 			h.restrict[cat] = r
 		}
 	}

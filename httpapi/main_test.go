@@ -130,16 +130,7 @@ func backends(extra ...triton.Option) []triton.Option {
 // when the test ends.
 func newServer(t testing.TB, files map[string]string, opts ...triton.Option) *triton.Server {
 	t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithRepository(mapFS(files))}, backends(opts...)...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return srv
+	return testmodels.NewServer(t, files, backends(opts...)...)
 }
 
 // fixture is a handler over the standard repository.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"testing/fstest"
 
+	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
@@ -107,4 +109,20 @@ func MapFS(files map[string]string) fstest.MapFS {
 		fsys[name] = &fstest.MapFile{Data: []byte(content)}
 	}
 	return fsys
+}
+
+// NewServer starts a server over an in-memory repository (files by path)
+// with opts, and closes it when the test ends.
+func NewServer(t testing.TB, files map[string]string, opts ...triton.Option) *triton.Server {
+	t.Helper()
+	srv, err := triton.New(append([]triton.Option{triton.WithRepository(MapFS(files))}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return srv
 }

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/settings"
@@ -135,6 +137,21 @@ var CategoryNames = [NumCategories]string{
 	Statistics:      "statistics",
 	Trace:           "trace",
 	Logging:         "logging",
+}
+
+// ParseCategories reads a comma-separated list of category names (as the
+// restriction flags write them).
+func ParseCategories(list string) ([]Category, error) {
+	var cats []Category
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		c, ok := ParseCategory(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown category %q (want one of %s)", name, strings.Join(CategoryNames[:], ", "))
+		}
+		cats = append(cats, c)
+	}
+	return cats, nil
 }
 
 // ParseCategory returns the category named name.
