@@ -142,14 +142,16 @@ var noopBatch = backend.Func(func(_ context.Context, b *backend.Batch) error {
 
 // BenchmarkBatcherOverhead measures the server's cost per request with 64
 // goroutines calling Infer at once on a no-op backend with 2 instances:
-// without a batcher (each request runs alone) and with dynamic batching
-// (requests coalesce into batches of up to 64). ns/op is wall time per
-// request across all goroutines.
+// without a batcher (each request runs alone), with dynamic batching
+// (requests coalesce into batches of up to 64), and with a preferred batch
+// size of 32 and a delay, where every batch waits for its requests to
+// arrive one by one. ns/op is wall time per request across all goroutines.
 // Run: go test -run '^$' -bench BatcherOverhead -benchmem .
 func BenchmarkBatcherOverhead(b *testing.B) {
 	for _, bc := range []struct{ name, extra string }{
 		{"direct", ""},
 		{"dynamic", "dynamic_batching { }"},
+		{"preferred=32", "dynamic_batching { preferred_batch_size: [ 32 ] max_queue_delay_microseconds: 1000 }"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := `backend: "noop" max_batch_size: 64

@@ -68,7 +68,10 @@ type Env[T, I any] struct {
 //   - if the oldest request in it has waited max_queue_delay (always true
 //     for a delay of 0), dispatch everything;
 //   - otherwise wait until that delay passes, a request times out, or a new
-//     request arrives, and form again.
+//     request arrives that may make the batch ready, and form again. A
+//     request queued behind all others that neither reaches a preferred
+//     size or the limit nor fails to join only lengthens the batch, and
+//     does not wake the scheduler ([Dynamic.extends]).
 //
 // A request's batch size counts toward the limit, so a request of 4 rows
 // uses 4 of it. Requests whose context ended, or whose REJECT timeout
@@ -113,9 +116,21 @@ type Dynamic[T, I any] struct {
 	// next is a queue-policy deadline no later than the closest pending one
 	// (zero: none pending). Enqueue lowers it; sweep recomputes it exactly.
 	next time.Time
+	// growing is the batch the scheduler sleeps on, holding an instance,
+	// until it grows or the delay passes: see [Dynamic.extends].
+	growing growth[T]
+	passes  int // form calls, which the tests count
 
 	own     scratch[T] // the scheduler goroutine's
 	scratch sync.Pool  // of *scratch[T], for Release on other goroutines
+}
+
+// growth describes the candidate batch while the scheduler waits for it to
+// grow: every queued item, size rows in all, first being the first.
+type growth[T any] struct {
+	on    bool
+	size  int64
+	first T
 }
 
 // scratch is the storage one batch formation works in.
@@ -210,12 +225,42 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 	if t > 0 && (d.next.IsZero() || n.deadline.Before(d.next)) {
 		d.next = n.deadline
 	}
+	quiet := t == 0 && d.extends(lvl-1, item)
 	d.mu.Unlock()
-	select {
-	case d.kick <- struct{}{}:
-	default:
+	if !quiet {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
 	}
 	return nil
+}
+
+// extends reports whether an item just queued at level li, without a
+// timeout of its own, only lengthens the batch the scheduler is waiting on
+// without making it ready, so that waking the scheduler would achieve
+// nothing; if so it counts the item into that batch. The scheduler waits
+// holding an instance on a candidate batch that is the whole queue (see
+// form), so an item queued behind every other one joins it at the end:
+// the batch is then ready only if the item reaches a preferred size or the
+// limit, or cannot join. Closed-loop clients refilling a preferred batch
+// of n rows thus wake the scheduler once, not n times. d.mu must be held.
+func (d *Dynamic[T, I]) extends(li int, item T) bool {
+	g := &d.growing
+	if !g.on || d.levels[li].delayed.len > 0 {
+		return false
+	}
+	for _, l := range d.levels[li+1:] {
+		if l.len() > 0 {
+			return false // the item is not last in the scan order
+		}
+	}
+	size := g.size + d.env.Size(item)
+	if size >= d.limit || d.prefer[size] || !d.env.Compatible(g.first, item) {
+		return false
+	}
+	g.size = size
+	return true
 }
 
 // Remove takes n out of its queue if it is still waiting and reports
@@ -231,6 +276,7 @@ func (d *Dynamic[T, I]) Remove(n *Node[T]) bool {
 	d.count--
 	var zero T
 	n.item = zero
+	d.growing = growth[T]{}
 	return true
 }
 
@@ -343,6 +389,7 @@ func (d *Dynamic[T, I]) sweep(sc *scratch[T]) {
 
 func (d *Dynamic[T, I]) sweepLocked(now time.Time, sc *scratch[T]) {
 	d.next = time.Time{}
+	d.growing = growth[T]{}
 	for li := range d.levels {
 		lv := &d.levels[li]
 		for n := lv.main.head; n != nil; {
@@ -378,11 +425,15 @@ func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time, sc *scra
 
 // form builds the next batch into sc.batch, unlinking its items, or, when
 // the batch should wait to grow, leaves sc.batch empty and returns how long
-// to wait. Dropped items go to sc.dropped.
+// to wait. Dropped items go to sc.dropped. The scheduler goroutine passes
+// its own scratch, d.own: when it is told to wait, it records the batch it
+// waits on in d.growing.
 func (d *Dynamic[T, I]) form(sc *scratch[T]) time.Duration {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.passes++
+	d.growing = growth[T]{}
 	if !d.next.IsZero() && !now.Before(d.next) {
 		d.sweepLocked(now, sc) // a timeout passed: apply it everywhere, find the next one
 	}
@@ -454,6 +505,9 @@ scan:
 		wait := d.delay - waited
 		if !d.next.IsZero() {
 			wait = min(wait, d.next.Sub(now))
+		}
+		if sc == &d.own {
+			d.growing = growth[T]{on: true, size: size, first: first}
 		}
 		return max(wait, time.Microsecond)
 	}

@@ -503,3 +503,130 @@ func TestRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestGrowingBatch covers arrivals while the scheduler holds an instance
+// and waits for its batch to grow: only arrivals that make the batch ready
+// (a preferred size, the limit, an item that cannot join, one queued ahead
+// of others) may dispatch it, and they must do so at once.
+func TestGrowingBatch(t *testing.T) {
+	const delay = time.Second
+	// arrive queues an item and lets the scheduler react before the next.
+	arrive := func(h *harness, id int, rows int64, shape, prio int, timeout time.Duration) *Node[*item] {
+		n := h.add(id, rows, shape, prio, timeout)
+		synctest.Wait()
+		return n
+	}
+	passes := func(h *harness) int {
+		h.d.mu.Lock()
+		defer h.d.mu.Unlock()
+		return h.d.passes
+	}
+	t.Run("one pass per arrival that matters", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, Config{MaxBatchSize: 64, PreferredSizes: []int64{32}, MaxQueueDelay: delay})
+			h.free(0)
+			before := passes(h)
+			for id := 1; id <= 32; id++ {
+				time.Sleep(time.Microsecond)
+				h.add(id, 1, 0, 0, 0)
+				synctest.Wait()
+			}
+			ids := make([]int, 32)
+			for i := range ids {
+				ids[i] = i + 1
+			}
+			h.want(ids)
+			// The first arrival wakes the scheduler (the queue was empty), the
+			// 32nd makes the batch ready; the 30 between only grow it.
+			if n := passes(h) - before; n != 2 {
+				t.Errorf("%d batch formations for 32 arrivals, want 2", n)
+			}
+		})
+	})
+	cases := []struct {
+		name  string
+		cfg   Config
+		steps func(h *harness) // runs with instance 0 held by the scheduler
+		want  [][]int          // dispatched at once, before the delay passes
+	}{
+		{
+			name: "an item that cannot join ends the batch",
+			cfg:  Config{MaxBatchSize: 8, PreferredSizes: []int64{4}, MaxQueueDelay: delay},
+			steps: func(h *harness) {
+				arrive(h, 1, 1, 0, 0, 0)
+				arrive(h, 2, 1, 0, 0, 0)
+				arrive(h, 3, 1, 9, 0, 0)
+			},
+			want: [][]int{{1, 2}},
+		},
+		{
+			name: "an item over the limit ends the batch",
+			cfg:  Config{MaxBatchSize: 4, MaxQueueDelay: delay},
+			steps: func(h *harness) {
+				arrive(h, 1, 2, 0, 0, 0)
+				arrive(h, 2, 3, 0, 0, 0)
+			},
+			want: [][]int{{1}},
+		},
+		{
+			name: "an item reaching the limit",
+			cfg:  Config{MaxBatchSize: 4, MaxQueueDelay: delay},
+			steps: func(h *harness) {
+				arrive(h, 1, 1, 0, 0, 0)
+				arrive(h, 2, 3, 0, 0, 0)
+			},
+			want: [][]int{{1, 2}},
+		},
+		{
+			name: "a higher priority item goes ahead and completes a preferred size",
+			cfg:  Config{MaxBatchSize: 8, PreferredSizes: []int64{3}, MaxQueueDelay: delay, PriorityLevels: 2, DefaultPriority: 2},
+			steps: func(h *harness) {
+				arrive(h, 1, 1, 0, 0, 0)
+				arrive(h, 2, 1, 0, 0, 0)
+				arrive(h, 3, 1, 0, 1, 0)
+			},
+			want: [][]int{{3, 1, 2}},
+		},
+		{
+			name: "a higher priority item makes a preferred prefix",
+			cfg:  Config{MaxBatchSize: 8, PreferredSizes: []int64{2, 8}, MaxQueueDelay: delay, PriorityLevels: 2, DefaultPriority: 2},
+			steps: func(h *harness) {
+				arrive(h, 1, 3, 0, 0, 0)
+				arrive(h, 2, 2, 0, 1, 0) // first in line: 2 rows alone (5 in all)
+			},
+			want: [][]int{{2}},
+		},
+		{
+			name: "a removal before an arrival that completes a preferred size",
+			cfg:  Config{MaxBatchSize: 8, PreferredSizes: []int64{3, 6}, MaxQueueDelay: delay},
+			steps: func(h *harness) {
+				n1 := arrive(h, 1, 1, 0, 0, 0)
+				arrive(h, 2, 1, 0, 0, 0)
+				h.d.Remove(n1)
+				arrive(h, 3, 2, 0, 0, 0) // 2 and 3 make 3 rows (4 had 1 stayed)
+			},
+			want: [][]int{{2, 3}},
+		},
+		{
+			name: "nothing ready waits for the delay",
+			cfg:  Config{MaxBatchSize: 8, PreferredSizes: []int64{4}, MaxQueueDelay: delay},
+			steps: func(h *harness) {
+				arrive(h, 1, 1, 0, 0, 0)
+				arrive(h, 2, 2, 0, 0, 0)
+			},
+			want: nil,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, tc.cfg)
+				h.free(0)
+				time.Sleep(time.Microsecond)
+				tc.steps(h)
+				synctest.Wait()
+				h.want(tc.want...)
+			})
+		})
+	}
+}

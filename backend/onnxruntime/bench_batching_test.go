@@ -434,10 +434,7 @@ var sileroServerConfigs = []struct{ name, db string }{
 func BenchmarkSileroBatching(b *testing.B) {
 	orig := testenv.Model(b, sileroModel)
 	variant := testenv.Model(b, sileroBatchedModel)
-	samples, _, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	inputs, states := sileroClientData(b)
 	var entries []realEntry
 	for i, sc := range sileroServerConfigs {
 		name := fmt.Sprintf("silero_batched_%d", i)
@@ -445,21 +442,7 @@ func BenchmarkSileroBatching(b *testing.B) {
 	}
 	// First: the server's model load creates the ONNX Runtime environment.
 	srv := serveReal(b, entries...)
-
-	// Client g sends speech chunk 16 + g mod 61 with 64 samples of context,
-	// and a state of its own (the chunk's samples, scaled down: any values
-	// do, the model's cost does not depend on them).
 	const row = sileroContext + sileroChunk
-	inputs := make([][]float32, sileroClients)
-	states := make([][]float32, sileroClients)
-	for g := range inputs {
-		c := 16 + g%61
-		inputs[g] = samples[c*sileroChunk-sileroContext : (c+1)*sileroChunk]
-		states[g] = make([]float32, 256)
-		for k := range states[g] {
-			states[g][k] = samples[c*sileroChunk+k] / 4
-		}
-	}
 
 	for i, sc := range sileroServerConfigs {
 		model := fmt.Sprintf("silero_batched_%d", i)
@@ -505,19 +488,7 @@ func BenchmarkSileroBatching(b *testing.B) {
 
 	naive := func(b *testing.B, threads int) {
 		s := ortSession(b, orig, []string{"input", "state", "sr"}, []string{"output", "stateN"}, threads)
-		type io struct{ ins, outs []ort.Value }
-		ios := make([]io, sileroClients)
-		for g := range ios {
-			sr, err := ort.NewScalar(int64(16000))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = sr.Destroy() })
-			ios[g] = io{
-				ins:  []ort.Value{f32(b, inputs[g], 1, row), f32(b, states[g], 2, 1, 128), sr},
-				outs: []ort.Value{f32(b, nil, 1, 1), f32(b, nil, 2, 1, 128)},
-			}
-		}
+		ios := naiveIOs(b, inputs, states)
 		if err := s.Run(ios[0].ins, ios[0].outs); err != nil {
 			b.Fatal(err)
 		}
@@ -553,22 +524,8 @@ func BenchmarkSileroBatching(b *testing.B) {
 		for _, B := range []int{8, 16, 32, 64} {
 			b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
 				const workers = 2
-				type io struct{ ins, outs []ort.Value }
-				sessions := make([]*ort.DynamicAdvancedSession, workers)
-				ios := make([]io, workers)
+				sessions, ios := limitIOs(b, variant, workers, B, inputs, states)
 				for w := range workers {
-					sessions[w] = ortSession(b, variant, []string{"input", "state"}, []string{"output", "stateN"}, 1)
-					in := make([]float32, 0, B*row)
-					st := make([]float32, 0, B*256)
-					for k := range B {
-						g := (w*B + k) % sileroClients
-						in = append(in, inputs[g]...)
-						st = append(st, states[g]...)
-					}
-					ios[w] = io{
-						ins:  []ort.Value{f32(b, in, int64(B), row), f32(b, st, int64(B), 2, 128)},
-						outs: []ort.Value{f32(b, nil, int64(B), 1), f32(b, nil, int64(B), 2, 128)},
-					}
 					if err := sessions[w].Run(ios[w].ins, ios[w].outs); err != nil {
 						b.Fatal(err)
 					}
@@ -599,6 +556,70 @@ func BenchmarkSileroBatching(b *testing.B) {
 			})
 		}
 	})
+}
+
+// sileroClientData is what the Silero benchmarks' clients send: client g
+// sends speech chunk 16 + g mod 61 with 64 samples of context, and a state
+// of its own (the chunk's samples, scaled down: any values do, the model's
+// cost does not depend on them).
+func sileroClientData(b testing.TB) (inputs, states [][]float32) {
+	samples, _, err := readWAV(filepath.Join("testdata", "speech_16k.wav"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inputs = make([][]float32, sileroClients)
+	states = make([][]float32, sileroClients)
+	for g := range inputs {
+		c := 16 + g%61
+		inputs[g] = samples[c*sileroChunk-sileroContext : (c+1)*sileroChunk]
+		states[g] = make([]float32, 256)
+		for k := range states[g] {
+			states[g][k] = samples[c*sileroChunk+k] / 4
+		}
+	}
+	return inputs, states
+}
+
+// sileroIO is the tensors of one onnxruntime_go Run of a Silero model.
+type sileroIO struct{ ins, outs []ort.Value }
+
+// naiveIOs makes each client's batch-1 tensors for the original model
+// (state [2, 1, 128] and the sr scalar).
+func naiveIOs(b testing.TB, inputs, states [][]float32) []sileroIO {
+	ios := make([]sileroIO, len(inputs))
+	for g := range ios {
+		sr, err := ort.NewScalar(int64(16000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = sr.Destroy() })
+		ios[g] = sileroIO{
+			ins:  []ort.Value{f32(b, inputs[g], 1, int64(len(inputs[g]))), f32(b, states[g], 2, 1, 128), sr},
+			outs: []ort.Value{f32(b, nil, 1, 1), f32(b, nil, 2, 1, 128)},
+		}
+	}
+	return ios
+}
+
+// limitIOs opens a session (one thread) on the batch-first variant for each
+// of workers goroutines, with a pre-formed batch of B clients' chunks each.
+func limitIOs(b testing.TB, variant string, workers, B int, inputs, states [][]float32) ([]*ort.DynamicAdvancedSession, []sileroIO) {
+	sessions := make([]*ort.DynamicAdvancedSession, workers)
+	ios := make([]sileroIO, workers)
+	for w := range workers {
+		sessions[w] = ortSession(b, variant, []string{"input", "state"}, []string{"output", "stateN"}, 1)
+		var in, st []float32
+		for k := range B {
+			g := (w*B + k) % len(inputs)
+			in = append(in, inputs[g]...)
+			st = append(st, states[g]...)
+		}
+		ios[w] = sileroIO{
+			ins:  []ort.Value{f32(b, in, int64(B), int64(len(inputs[0]))), f32(b, st, int64(B), 2, 128)},
+			outs: []ort.Value{f32(b, nil, int64(B), 1), f32(b, nil, int64(B), 2, 128)},
+		}
+	}
+	return sessions, ios
 }
 
 // outputsOf indexes a response's outputs by name.
