@@ -370,18 +370,34 @@ func TestConfigErrors(t *testing.T) {
 // and expiries, and checks that every item is answered exactly once and
 // that every batch respects the limit and shapes.
 func TestStress(t *testing.T) {
+	const limit = 6
+	t.Run("timeouts", func(t *testing.T) {
+		// Every request has a queue-policy timeout; two shapes.
+		stress(t, Config{MaxBatchSize: limit, MaxQueueDelay: 20 * time.Microsecond, DefaultPolicy: QueuePolicy{DefaultTimeout: time.Second}}, 2, false)
+	})
+	t.Run("growing", func(t *testing.T) {
+		// No timeouts, one shape and arrivals spread out: batches waiting to
+		// grow are extended without waking the scheduler (Dynamic.extends).
+		stress(t, Config{MaxBatchSize: limit, PreferredSizes: []int64{5}, MaxQueueDelay: time.Millisecond}, 1, true)
+	})
+}
+
+// stress has producers queue items of 1 to 3 rows in the given number of
+// shapes, removing some, with pauses between arrivals if paced, and checks
+// that each item is answered exactly once in batches within the limit.
+func stress(t *testing.T, cfg Config, shapes int, paced bool) {
 	const (
 		producers = 16
 		perProd   = 500
-		limit     = 6
 	)
+	limit := cfg.MaxBatchSize
 	var (
 		d       *Dynamic[*item, int]
 		mu      sync.Mutex
 		seen    = map[int]string{}
 		bad     atomic.Value
 		idle    = make(chan int, 3)
-		shapeOf = func(id int) int { return id % 2 }
+		shapeOf = func(id int) int { return id % shapes }
 	)
 	note := func(id int, how string) {
 		mu.Lock()
@@ -412,8 +428,7 @@ func TestStress(t *testing.T) {
 		},
 	}
 	var err error
-	d, err = NewDynamic(Config{MaxBatchSize: limit, MaxQueueDelay: 20 * time.Microsecond,
-		DefaultPolicy: QueuePolicy{DefaultTimeout: time.Second}}, env, idle)
+	d, err = NewDynamic(cfg, env, idle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,6 +445,9 @@ func TestStress(t *testing.T) {
 				it := &item{id: id, rows: 1 + r.Int64N(3), shape: shapeOf(id)}
 				if r.IntN(50) == 0 {
 					it.err = errors.New("expired")
+				}
+				if paced {
+					time.Sleep(time.Duration(r.IntN(20)) * time.Microsecond)
 				}
 				n := new(Node[*item])
 				if err := d.Enqueue(n, it, 0, 0); err != nil {
