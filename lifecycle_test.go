@@ -92,6 +92,23 @@ func explicit(extra ...triton.Option) []triton.Option {
 	return append([]triton.Option{triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit})}, extra...)
 }
 
+// serveExplicit serves dir with the counting backend c in explicit model
+// control, loading the startup models named; the server is closed when
+// the test ends.
+func serveExplicit(t *testing.T, dir string, c *counting, startup ...string) *triton.Server {
+	t.Helper()
+	opts := explicit(triton.WithBackend("counting", c))
+	if len(startup) > 0 {
+		opts = append(opts, triton.WithStartupModels(startup...))
+	}
+	srv, err := triton.NewFromDir(dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
 func servesVersion(t *testing.T, srv *triton.Server, model string, want int32) {
 	t.Helper()
 	resp, err := srv.Infer(context.Background(), oneInputRequest(t, model, "", 0))
@@ -120,11 +137,7 @@ func TestExplicitLoadUnload(t *testing.T) {
 	repo.write("other/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("other/1/x", "")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveExplicit(t, repo.dir, c)
 	ctx := context.Background()
 
 	if got := state(srv, "m"); !slices.Equal(got, []string{"0:"}) {
@@ -133,7 +146,7 @@ func TestExplicitLoadUnload(t *testing.T) {
 	if !srv.Ready(ctx) {
 		t.Error("explicit mode with nothing loaded must be ready")
 	}
-	_, err = srv.Infer(ctx, oneInputRequest(t, "m", "", 0))
+	_, err := srv.Infer(ctx, oneInputRequest(t, "m", "", 0))
 	wantError(t, err, triton.InvalidArgument, "Request for unknown model: 'm' is not found")
 
 	if err := srv.Load(ctx, "m", nil); err != nil {
@@ -192,11 +205,7 @@ func TestLoadErrors(t *testing.T) {
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveExplicit(t, repo.dir, c)
 	ctx := context.Background()
 	cfgJSON := func(extra string) string {
 		return `{"backend": "counting", "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [1]}],
@@ -232,7 +241,7 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(repo.dir), "evil")); err == nil {
 		t.Fatal("a file override was written outside the repository")
 	}
-	err = srv.Unload(ctx, "nope", nil)
+	err := srv.Unload(ctx, "nope", nil)
 	wantError(t, err, triton.NotFound, "not loaded")
 	err = srv.Unload(ctx, "../x", nil)
 	wantError(t, err, triton.InvalidArgument, "not a model name")
@@ -248,11 +257,7 @@ func TestLoadOverrides(t *testing.T) {
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/weights.txt", "from disk")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("m"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveExplicit(t, repo.dir, c, "m")
 	ctx := context.Background()
 	if got, _ := c.seen.Load("m"); got != "from disk" {
 		t.Fatalf("backend saw %v", got)
@@ -260,7 +265,7 @@ func TestLoadOverrides(t *testing.T) {
 	override := `{"backend": "counting", "max_batch_size": 4,
 	  "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [1]}],
 	  "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [1]}]}`
-	err = srv.Load(ctx, "m", &triton.LoadOptions{Config: override, Files: map[string][]byte{"3/weights.txt": []byte("from the request")}})
+	err := srv.Load(ctx, "m", &triton.LoadOptions{Config: override, Files: map[string][]byte{"3/weights.txt": []byte("from the request")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,14 +298,10 @@ func TestFailedReloadKeepsServing(t *testing.T) {
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("*"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveExplicit(t, repo.dir, c, "*")
 	ctx := context.Background()
 	repo.write("m/config.pbtxt", oneInput("counting", 1, "max_batch_size: -5"))
-	err = srv.Load(ctx, "m", nil)
+	err := srv.Load(ctx, "m", nil)
 	wantError(t, err, triton.InvalidArgument, "'max_batch_size' must be non-negative")
 	servesVersion(t, srv, "m", 1)
 	var reason string
@@ -331,11 +332,7 @@ func TestReloadUnderTraffic(t *testing.T) {
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c), triton.WithStartupModels("m"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := serveExplicit(t, repo.dir, c, "m")
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var ok, failed atomic.Int64
@@ -405,10 +402,7 @@ func TestConcurrentLoadUnload(t *testing.T) {
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
 	c := &counting{}
-	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", c))...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := serveExplicit(t, repo.dir, c)
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
