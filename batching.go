@@ -125,7 +125,7 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, 
 			v.order.skip(c.seq)
 		}
 		rows := c.req.BatchSize
-		putCall(c)
+		v.putCall(c)
 		if err == batcher.ErrPriority {
 			err = fmt.Errorf("priority %d is not a priority level of model '%s' (levels 1 to %d): %w",
 				req.Priority, v.name, max(v.cfg.GetDynamicBatching().GetPriorityLevels(), 1), err)
@@ -143,7 +143,7 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, 
 					v.order.skip(c.seq)
 				}
 				rows := c.req.BatchSize
-				putCall(c)
+				v.putCall(c)
 				return nil, v.fail(t, rows, v.errorf(req, classify(ctx.Err(), Cancelled), ctx.Err()))
 			}
 			done = nil // already dispatched: it will be answered
@@ -159,7 +159,7 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, 
 	t.computeStart, t.inputsDone, t.inferDone, t.computeEnd, t.executed = c.ran.computeStart, c.ran.inputsDone, c.ran.inferDone, c.ran.computeEnd, c.ran.executed
 	rows := c.req.BatchSize
 	resp, err := v.response(req, &c.req)
-	putCall(c)
+	v.putCall(c)
 	v.finish(t, rows, err, 0)
 	return resp, err
 }

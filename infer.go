@@ -71,7 +71,7 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 
 // run schedules a validated request and waits for its answer.
 func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
-	c := callPool.Get().(*call)
+	c := v.getCall()
 	r := &c.req
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
 	r.Priority, r.Timeout = req.Priority, req.Timeout
@@ -92,7 +92,7 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	// free at once, and its compute end for its end.
 	inst, err := v.take(ctx, v.stats)
 	if err != nil {
-		putCall(c)
+		v.putCall(c)
 		return nil, v.fail(t, batch, v.errorf(req, classify(err, Unavailable), err))
 	}
 	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
@@ -108,7 +108,7 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	t.executed = batch
 	v.stats.execution(batch, t)
 	resp, err := v.response(req, r)
-	putCall(c)
+	v.putCall(c)
 	v.finish(t, batch, err, t.computeEnd)
 	return resp, err
 }

@@ -70,6 +70,7 @@ type version struct {
 	ordered bool                           // preserve_ordering
 	order   order
 
+	calls     sync.Pool // of *call
 	stats     *counters
 	observers []Observer
 	cache     *responsecache.Cache // nil: the version does not cache
@@ -106,7 +107,10 @@ func (s *slot) setInstance(inst backend.Instance) {
 }
 
 // call holds what one request needs on its way through Execute, recycled
-// through callPool so that the request path does not allocate it.
+// through its version's pool so that the request path does not allocate it.
+// The pool is the version's, not the process's: a call's wake channel
+// belongs to the goroutines that made it, and under testing/synctest a
+// channel made in one bubble must never be used from another.
 type call struct {
 	req   backend.Request
 	reqs  [1]*backend.Request
@@ -122,13 +126,15 @@ type call struct {
 	ran  timing        // when its batch ran, set by the leader
 }
 
-var callPool = sync.Pool{New: func() any {
+func newCall() any {
 	c := &call{wake: make(chan struct{}, 1)}
 	c.reqs[0] = &c.req
 	return c
-}}
+}
 
-func putCall(c *call) {
+func (v *version) getCall() *call { return v.calls.Get().(*call) }
+
+func (v *version) putCall(c *call) {
 	c.ctx, c.work, c.seq, c.ran = nil, nil, 0, timing{}
 	c.req.Reset()
 	// run sets every field again; dropping the references is for the GC.
@@ -136,7 +142,7 @@ func putCall(c *call) {
 	clear(c.in)
 	c.in = c.in[:0]
 	c.batch.Reset(false, nil)
-	callPool.Put(c)
+	v.calls.Put(c)
 }
 
 func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backendName string, m backend.Model, log *zap.Logger) *version {
@@ -151,6 +157,7 @@ func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backend
 		gate:    newGate(),
 		stop:    make(chan struct{}),
 		stats:   newCounters(int64(cfg.GetMaxBatchSize())),
+		calls:   sync.Pool{New: newCall},
 	}
 }
 
