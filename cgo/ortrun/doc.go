@@ -42,6 +42,15 @@
 // slots_internal_test.go recounts those slots from the ORT header in
 // onnxruntime_go's module, and cross-checks the count with the C compiler.
 //
+// # Where the C lives
+//
+// The shim is plain C in ortrun.c, with the declarations the Go side uses
+// (types, result codes, slot numbers, prototypes) in ortrun.h; ortrun.go's
+// cgo preamble holds only #cgo directives and #includes. cgo compiles
+// ortrun.c with -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes, and the
+// file makes -Wmissing-prototypes and -Wconversion errors for itself, so a
+// warning fails the build.
+//
 // # Unsafe layout dependency
 //
 // onnxruntime_go does not export a session's OrtSession pointer.
