@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/triton-go/triton"
@@ -127,23 +128,33 @@ func occupy(t *testing.T, srv *triton.Server, g *gatedBackend) chan result {
 	return first
 }
 
-// waitQueued waits until the batcher holds n requests: each sent request
-// is queued once Infer is blocked, which the test cannot see directly, so
-// it polls the model's queue through the requests' effect: none has
-// started. A short sleep is the honest way to let goroutines reach the
-// queue; the assertions do not depend on its length.
-func settle() { time.Sleep(20 * time.Millisecond) }
+// waitQueued waits, inside a synctest bubble, until every goroutine of the
+// bubble is blocked, then checks that model's dynamic batcher holds n
+// requests: the requests sent so far have reached the queue and wait there.
+func waitQueued(t *testing.T, srv *triton.Server, model string, n int) {
+	t.Helper()
+	synctest.Wait()
+	st, err := srv.Stats(model, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Queued != n {
+		t.Fatalf("model %s: %d requests queued, want %d", model, st[0].Queued, n)
+	}
+}
 
-func TestDynamicBatchingCoalesces(t *testing.T) {
+func TestDynamicBatchingCoalesces(t *testing.T) { synctest.Test(t, testDynamicBatchingCoalesces) }
+
+func testDynamicBatchingCoalesces(t *testing.T) {
 	g := newGated(true)
 	srv := newServer(t, batchingModel(1, `dynamic_batching { }`), triton.WithBackend("gated", g))
 	first := occupy(t, srv, g)
 	// Rows: 3 + 2 + 3 = 8, the max; then 1 more waits for the next batch.
 	reqs := []*triton.InferRequest{rowsRequest(t, "a", 3, 2, 100), rowsRequest(t, "b", 2, 2, 200), rowsRequest(t, "c", 3, 2, 300), rowsRequest(t, "d", 1, 2, 400)}
 	var chans []chan result
-	for _, r := range reqs {
+	for i, r := range reqs {
 		chans = append(chans, goInfer(srv, context.Background(), r))
-		settle() // arrival order a, b, c, d
+		waitQueued(t, srv, "m", i+1) // arrival order a, b, c, d
 	}
 	for range 3 {
 		g.release <- struct{}{}
@@ -166,7 +177,9 @@ func TestDynamicBatchingCoalesces(t *testing.T) {
 	}
 }
 
-func TestDynamicBatchingShapes(t *testing.T) {
+func TestDynamicBatchingShapes(t *testing.T) { synctest.Test(t, testDynamicBatchingShapes) }
+
+func testDynamicBatchingShapes(t *testing.T) {
 	g := newGated(true)
 	files := batchingModel(1, `dynamic_batching { }`)
 	files["r/config.pbtxt"] = `backend: "gated" max_batch_size: 8
@@ -179,8 +192,10 @@ dynamic_batching { }`
 
 	first := occupy(t, srv, g)
 	narrow, wide := rowsRequest(t, "narrow", 1, 2, 0), rowsRequest(t, "wide", 1, 3, 0)
-	a, b := goInfer(srv, context.Background(), narrow), func() chan result { settle(); return goInfer(srv, context.Background(), wide) }()
-	settle()
+	a := goInfer(srv, context.Background(), narrow)
+	waitQueued(t, srv, "m", 1)
+	b := goInfer(srv, context.Background(), wide)
+	waitQueued(t, srv, "m", 2)
 	for range 3 {
 		g.release <- struct{}{}
 	}
@@ -229,8 +244,10 @@ dynamic_batching { }`
 	}
 	f := goInfer(srv2, context.Background(), rr("first", 1))
 	<-started
-	x, y := goInfer(srv2, context.Background(), rr("x", 2)), func() chan result { settle(); return goInfer(srv2, context.Background(), rr("y", 3)) }()
-	settle()
+	x := goInfer(srv2, context.Background(), rr("x", 2))
+	waitQueued(t, srv2, "r", 1)
+	y := goInfer(srv2, context.Background(), rr("y", 3))
+	waitQueued(t, srv2, "r", 2)
 	close(gate)
 	for _, ch := range []chan result{f, x, y} {
 		if r := <-ch; r.err != nil {
@@ -242,7 +259,11 @@ dynamic_batching { }`
 	}
 }
 
-func TestDynamicBatchingCancellation(t *testing.T) {
+// TestDynamicBatchingCancellation runs in a synctest bubble: the deadline
+// of "late" passes on the bubble's clock, once everything else waits.
+func TestDynamicBatchingCancellation(t *testing.T) { synctest.Test(t, testDynamicBatchingCancellation) }
+
+func testDynamicBatchingCancellation(t *testing.T) {
 	g := newGated(true)
 	srv := newServer(t, batchingModel(1, `dynamic_batching { }`), triton.WithBackend("gated", g))
 	first := occupy(t, srv, g)
@@ -253,12 +274,17 @@ func TestDynamicBatchingCancellation(t *testing.T) {
 	defer dcancel()
 	late := goInfer(srv, dctx, rowsRequest(t, "late", 1, 2, 0))
 	kept := goInfer(srv, context.Background(), rowsRequest(t, "kept", 1, 2, 0))
-	settle()
+	waitQueued(t, srv, "m", 3)
+	start := time.Now()
 	cancel()
 	r := <-cancelled
 	wantError(t, r.err, triton.Cancelled, `request "cancelled"`)
 	r = <-late
 	wantError(t, r.err, triton.DeadlineExceeded, `request "late"`)
+	if waited := time.Since(start); waited != 30*time.Millisecond {
+		t.Errorf("the late request left the queue after %v, want its deadline, 30ms", waited)
+	}
+	waitQueued(t, srv, "m", 1) // only kept is left
 	g.release <- struct{}{}
 	g.release <- struct{}{}
 	<-first
@@ -272,7 +298,11 @@ func TestDynamicBatchingCancellation(t *testing.T) {
 	}
 }
 
-func TestDynamicBatchingPolicies(t *testing.T) {
+// TestDynamicBatchingPolicies runs in a synctest bubble: queue-policy
+// timeouts expire on the bubble's clock, exactly.
+func TestDynamicBatchingPolicies(t *testing.T) { synctest.Test(t, testDynamicBatchingPolicies) }
+
+func testDynamicBatchingPolicies(t *testing.T) {
 	g := newGated(true)
 	srv := newServer(t, batchingModel(1, `dynamic_batching {
   priority_levels: 2
@@ -292,7 +322,7 @@ func TestDynamicBatchingPolicies(t *testing.T) {
 	wantError(t, err, triton.InvalidArgument, "timeout")
 
 	q1, q2 := goInfer(srv, context.Background(), rowsRequest(t, "q1", 1, 2, 0)), goInfer(srv, context.Background(), rowsRequest(t, "q2", 1, 2, 0))
-	settle()
+	waitQueued(t, srv, "m", 2)
 	_, err = srv.Infer(context.Background(), rowsRequest(t, "q3", 1, 2, 0))
 	wantError(t, err, triton.Unavailable, "Exceeds maximum queue size", `request "q3"`)
 
@@ -302,7 +332,7 @@ func TestDynamicBatchingPolicies(t *testing.T) {
 	start := time.Now()
 	_, err = srv.Infer(context.Background(), high)
 	wantError(t, err, triton.Unavailable, "Request timeout expired")
-	if waited := time.Since(start); waited > 15*time.Millisecond {
+	if waited := time.Since(start); waited != 5*time.Millisecond {
 		t.Errorf("rejected after %v; the override asked for 5ms", waited)
 	}
 
@@ -324,6 +354,10 @@ func TestDynamicBatchingPolicies(t *testing.T) {
 }
 
 func TestDynamicBatchingPreserveOrdering(t *testing.T) {
+	synctest.Test(t, testDynamicBatchingPreserveOrdering)
+}
+
+func testDynamicBatchingPreserveOrdering(t *testing.T) {
 	// Three instances and batches of one. r0 and r2 are held back while r1
 	// and r3 finish: an answer may not come back before every earlier
 	// request's answer.
@@ -357,13 +391,14 @@ func TestDynamicBatchingPreserveOrdering(t *testing.T) {
 			returned[id] = true
 			mu.Unlock()
 		})
-		for started.Load() != int32(i+1) { // arrival order r0..r3
-			time.Sleep(100 * time.Microsecond)
+		synctest.Wait() // arrival order r0..r3: each has run before the next is sent
+		if n := started.Load(); n != int32(i+1) {
+			t.Fatalf("%d executions started after sending r%d, want %d", n, i, i+1)
 		}
 	}
 	check := func(want ...string) {
 		t.Helper()
-		settle()
+		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
 		var got []string
@@ -384,18 +419,26 @@ func TestDynamicBatchingPreserveOrdering(t *testing.T) {
 }
 
 func TestDynamicBatchingPanicFailsTheBatch(t *testing.T) {
+	synctest.Test(t, testDynamicBatchingPanicFailsTheBatch)
+}
+
+func testDynamicBatchingPanicFailsTheBatch(t *testing.T) {
 	g := newGated(true)
 	srv := newServer(t, batchingModel(1, `dynamic_batching { }`), triton.WithBackend("gated", g))
 	first := occupy(t, srv, g)
 	p := goInfer(srv, context.Background(), rowsRequest(t, "panic", 1, 2, 0))
+	waitQueued(t, srv, "m", 1)
 	other := goInfer(srv, context.Background(), rowsRequest(t, "other", 1, 2, 0))
-	settle()
+	waitQueued(t, srv, "m", 2)
 	g.release <- struct{}{}
 	g.release <- struct{}{}
 	<-first
 	for _, ch := range []chan result{p, other} {
 		r := <-ch
 		wantError(t, r.err, triton.Internal, "backend panic")
+	}
+	if want := [][]string{{"first"}, {"panic", "other"}}; !slices.EqualFunc(g.recorded(), want, slices.Equal) {
+		t.Errorf("batches %v, want %v", g.recorded(), want)
 	}
 	g.release <- struct{}{}
 	if _, err := srv.Infer(context.Background(), rowsRequest(t, "after", 1, 2, 0)); err != nil {
@@ -404,6 +447,10 @@ func TestDynamicBatchingPanicFailsTheBatch(t *testing.T) {
 }
 
 func TestDynamicBatchingCloseAnswersQueued(t *testing.T) {
+	synctest.Test(t, testDynamicBatchingCloseAnswersQueued)
+}
+
+func testDynamicBatchingCloseAnswersQueued(t *testing.T) {
 	g := newGated(true)
 	srv, err := triton.New(triton.WithRepository(mapFS(batchingModel(1, `dynamic_batching { }`))), triton.WithBackend("gated", g))
 	if err != nil {
@@ -411,11 +458,17 @@ func TestDynamicBatchingCloseAnswersQueued(t *testing.T) {
 	}
 	first := occupy(t, srv, g)
 	queued := goInfer(srv, context.Background(), rowsRequest(t, "queued", 1, 2, 0))
-	settle()
+	waitQueued(t, srv, "m", 1)
 	closed := make(chan error, 1)
 	go func() { closed <- srv.Close() }()
 	r := <-queued
 	wantError(t, r.err, triton.Unavailable)
+	synctest.Wait()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a request was running", err)
+	default:
+	}
 	g.release <- struct{}{}
 	if r := <-first; r.err != nil {
 		t.Errorf("the running request failed: %v", r.err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -87,6 +88,10 @@ func TestResponseCache(t *testing.T) {
 }
 
 func TestResponseCacheSingleFlightAndFailures(t *testing.T) {
+	synctest.Test(t, testResponseCacheSingleFlightAndFailures)
+}
+
+func testResponseCacheSingleFlightAndFailures(t *testing.T) {
 	c := &countingAddSub{release: make(chan struct{})}
 	srv := newServer(t, cachedRepo(""), triton.WithBackend("gofunc", c.fn()), triton.WithResponseCache(1<<20))
 	var wg sync.WaitGroup
@@ -100,7 +105,10 @@ func TestResponseCacheSingleFlightAndFailures(t *testing.T) {
 			errs <- err
 		})
 	}
-	settle()
+	synctest.Wait() // one request runs, the other 15 wait for its answer
+	if n := c.runs.Load(); n != 1 {
+		t.Fatalf("16 identical concurrent requests are running %d times, want once", n)
+	}
 	close(c.release)
 	wg.Wait()
 	close(errs)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -215,7 +216,11 @@ func TestEnsembleParallelBranches(t *testing.T) {
 	}
 }
 
-func TestEnsembleStepErrors(t *testing.T) {
+// TestEnsembleStepErrors runs in a synctest bubble: the request's deadline
+// passes on the bubble's clock, while the step waits for it.
+func TestEnsembleStepErrors(t *testing.T) { synctest.Test(t, testEnsembleStepErrors) }
+
+func testEnsembleStepErrors(t *testing.T) {
 	var sawDeadline atomic.Bool
 	failing := backend.Func(func(ctx context.Context, b *backend.Batch) error {
 		x, _ := b.Input("X")
@@ -284,7 +289,12 @@ ensemble_scheduling { step [ { model_name: "scale" model_version: -1
 	wantError(t, err, triton.InvalidArgument, "step 0 (model 'scale')", "scale")
 }
 
-func TestEnsembleMaxInflight(t *testing.T) {
+// TestEnsembleMaxInflight runs in a synctest bubble: a step's 1ms sleep
+// lasts until every other goroutine waits, so a second request let into
+// the step meanwhile would be caught there.
+func TestEnsembleMaxInflight(t *testing.T) { synctest.Test(t, testEnsembleMaxInflight) }
+
+func testEnsembleMaxInflight(t *testing.T) {
 	var now, peak atomic.Int32
 	slow := backend.Func(func(ctx context.Context, b *backend.Batch) error {
 		n := now.Add(1)
@@ -491,7 +501,11 @@ func (blsBackend) Load(_ context.Context, spec *backend.ModelSpec) (backend.Mode
 	}), nil
 }
 
-func TestBLS(t *testing.T) {
+// TestBLS runs in a synctest bubble: the request's deadline passes on the
+// bubble's clock, while the called model waits for it.
+func TestBLS(t *testing.T) { synctest.Test(t, testBLS) }
+
+func testBLS(t *testing.T) {
 	param := func(model string) string {
 		return fmt.Sprintf(`parameters { key: "call" value: { string_value: "%s" } }`, model)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/triton-go/triton"
@@ -404,7 +405,12 @@ func (i *trackerInstance) Execute(ctx context.Context, b *backend.Batch) error {
 }
 func (i *trackerInstance) Close() error { return nil }
 
-func TestCancelWhileQueued(t *testing.T) {
+// TestCancelWhileQueued runs in a synctest bubble: the deadline and the
+// cancellation come on the bubble's clock, while the requests wait for the
+// busy instance.
+func TestCancelWhileQueued(t *testing.T) { synctest.Test(t, testCancelWhileQueued) }
+
+func testCancelWhileQueued(t *testing.T) {
 	files := map[string]string{
 		"m/config.pbtxt": oneInput("block", 1, ""),
 		"m/1/x":          "",
@@ -430,13 +436,21 @@ func TestCancelWhileQueued(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
+	begun := time.Now()
 	_, err := srv.Infer(ctx, req("deadline"))
 	wantError(t, err, triton.DeadlineExceeded, `request "deadline"`)
+	if d := time.Since(begun); d != 20*time.Millisecond {
+		t.Errorf("the request left after %v, want its deadline, 20ms", d)
+	}
 
 	ctx, cancel2 := context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel2() }()
+	time.AfterFunc(10*time.Millisecond, cancel2)
+	begun = time.Now()
 	_, err = srv.Infer(ctx, req("cancelled"))
 	wantError(t, err, triton.Cancelled)
+	if d := time.Since(begun); d != 10*time.Millisecond {
+		t.Errorf("the request left after %v, want its cancellation, 10ms", d)
+	}
 
 	close(release)
 	if err := <-first; err != nil {
@@ -589,7 +603,9 @@ func (b *brittle) NewInstance(context.Context, backend.InstanceSpec) (backend.In
 }
 func (b *brittle) Close() error { return nil }
 
-func TestLastInstanceLost(t *testing.T) {
+func TestLastInstanceLost(t *testing.T) { synctest.Test(t, testLastInstanceLost) }
+
+func testLastInstanceLost(t *testing.T) {
 	files := map[string]string{
 		"m/config.pbtxt": oneInput("brittle", 1, ""),
 		"m/1/x":          "",
@@ -600,11 +616,9 @@ func TestLastInstanceLost(t *testing.T) {
 	}
 	_, err := srv.Infer(context.Background(), req(0))
 	wantError(t, err, triton.Internal, "device fault")
-	// The worker retires asynchronously after answering; wait for it.
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.ModelReady(context.Background(), "m", 1) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	// Were the version to stop on another goroutine after answering, this
+	// waits for it.
+	synctest.Wait()
 	if srv.ModelReady(context.Background(), "m", 1) || srv.Ready(context.Background()) {
 		t.Fatal("model still ready without an instance")
 	}

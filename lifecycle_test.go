@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/triton-go/triton"
@@ -130,7 +131,11 @@ func state(srv *triton.Server, model string) []string {
 	return out
 }
 
-func TestExplicitLoadUnload(t *testing.T) {
+// TestExplicitLoadUnload runs in a synctest bubble, to see the retired
+// version close in the background.
+func TestExplicitLoadUnload(t *testing.T) { synctest.Test(t, testExplicitLoadUnload) }
+
+func testExplicitLoadUnload(t *testing.T) {
 	repo := newDiskRepo(t)
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
@@ -166,7 +171,10 @@ func TestExplicitLoadUnload(t *testing.T) {
 		t.Fatal(err)
 	}
 	servesVersion(t, srv, "m", 2)
-	waitFor(t, func() bool { return c.closes.Load() == 1 }, "the retired version to close")
+	synctest.Wait() // the retired version closes in the background
+	if c.closes.Load() != 1 {
+		t.Fatalf("%d closes after the reload, want the retired version's", c.closes.Load())
+	}
 
 	if err := srv.Unload(ctx, "m", nil); err != nil {
 		t.Fatal(err)
@@ -187,17 +195,6 @@ func TestExplicitLoadUnload(t *testing.T) {
 		t.Fatal(err)
 	}
 	servesVersion(t, srv, "m", 2)
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -368,8 +365,11 @@ func TestReloadUnderTraffic(t *testing.T) {
 }
 
 // TestUnloadDrains: a request running when Unload starts finishes; a new
-// one is refused while the model unloads.
-func TestUnloadDrains(t *testing.T) {
+// one is refused while the model unloads. In a synctest bubble, so that
+// the test can wait for the unload to reach the running request.
+func TestUnloadDrains(t *testing.T) { synctest.Test(t, testUnloadDrains) }
+
+func testUnloadDrains(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	slow := backend.Func(func(ctx context.Context, b *backend.Batch) error {
 		close(started)
@@ -382,7 +382,15 @@ func TestUnloadDrains(t *testing.T) {
 	<-started
 	unloaded := make(chan error, 1)
 	go func() { unloaded <- srv.Unload(context.Background(), "m", nil) }()
-	waitFor(t, func() bool { return slices.Contains(state(srv, "m"), "1:UNLOADING") }, "UNLOADING in the index")
+	synctest.Wait() // Unload waits for the running request
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:UNLOADING"}) {
+		t.Fatalf("while unloading: %v, want 1:UNLOADING", got)
+	}
+	select {
+	case err := <-unloaded:
+		t.Fatalf("Unload returned (%v) while a request was running", err)
+	default:
+	}
 	_, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "new", 1))
 	wantError(t, err, triton.Unavailable, "being unloaded")
 	if srv.ModelReady(context.Background(), "m", 0) {
@@ -452,70 +460,97 @@ func (b *blockingLoad) Load(ctx context.Context, _ *backend.ModelSpec) (backend.
 	return nil, ctx.Err()
 }
 
-func TestPollMode(t *testing.T) {
+// TestPollMode runs in a synctest bubble: the poll interval passes on the
+// bubble's clock, and the test changes the repository between polls, half
+// an interval away from them, so that each time.Sleep(poll) lets exactly
+// one poll run to its end.
+func TestPollMode(t *testing.T) { synctest.Test(t, testPollMode) }
+
+func testPollMode(t *testing.T) {
+	const poll = 10 * time.Millisecond
 	repo := newDiskRepo(t)
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
 	c := &counting{}
 	srv, err := triton.NewFromDir(repo.dir, triton.WithBackend("counting", c),
-		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlPoll, PollInterval: 10 * time.Millisecond}))
+		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlPoll, PollInterval: poll}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	servesVersion(t, srv, "m", 1)
+	ctx := context.Background()
+	time.Sleep(poll / 2) // the polls come at poll, 2·poll, …; the test acts in between
 
 	// A new model folder being written: its contents change at every poll
-	// for a while; it must not load until they settle.
-	stopWriting := make(chan struct{})
-	writing := make(chan struct{})
-	go func() {
-		defer close(writing)
-		for i := 0; ; i++ {
-			select {
-			case <-stopWriting:
-				return
-			default:
-			}
-			repo.write("n/1/weights.txt", strings.Repeat("w", i))
-			time.Sleep(3 * time.Millisecond)
-		}
-	}()
+	// for a while; it must not load until they settle, and then load at
+	// the first poll that sees them unchanged.
 	repo.write("n/config.pbtxt", oneInput("counting", 1, ""))
-	time.Sleep(100 * time.Millisecond)
-	if _, loaded := c.seen.Load("n"); loaded {
-		t.Fatal("a model folder still being written was loaded")
+	for i := range 5 {
+		repo.write("n/1/weights.txt", strings.Repeat("w", i))
+		time.Sleep(poll)
+		if _, loaded := c.seen.Load("n"); loaded || srv.ModelReady(ctx, "n", 1) {
+			t.Fatalf("poll %d: a model folder still being written was loaded", i+1)
+		}
 	}
-	close(stopWriting)
-	<-writing
-	waitFor(t, func() bool { return srv.ModelReady(context.Background(), "n", 1) }, "the new model to load once stable")
+	time.Sleep(poll)
+	if !srv.ModelReady(ctx, "n", 1) {
+		t.Fatalf("the new model did not load once its files stopped changing: %v", state(srv, "n"))
+	}
+	if got, _ := c.seen.Load("n"); got != "wwww" {
+		t.Errorf("the new model loaded weights %q, want the last ones written", got)
+	}
 
-	// A new version: reloaded.
+	// A new version: reloaded, once it has been seen unchanged.
 	repo.write("m/2/x", "")
-	waitFor(t, func() bool {
-		resp, err := srv.Infer(context.Background(), oneInputRequest(t, "m", "", 0))
-		return err == nil && outputInt32(t, resp, "OUTPUT0")[0] == 2
-	}, "version 2")
-	// A broken config: the old version keeps serving.
-	repo.write("m/config.pbtxt", "this is not a config")
-	time.Sleep(80 * time.Millisecond)
+	time.Sleep(poll)
+	servesVersion(t, srv, "m", 1)
+	time.Sleep(poll)
 	servesVersion(t, srv, "m", 2)
-	// A removed model: unloaded.
+	// A broken config: the old version keeps serving, and the index tells
+	// why the reload failed.
+	repo.write("m/config.pbtxt", "this is not a config")
+	time.Sleep(8 * poll)
+	servesVersion(t, srv, "m", 2)
+	if !slices.ContainsFunc(srv.Index(ctx), func(st triton.ModelState) bool {
+		return st.Name == "m" && st.State == "UNAVAILABLE" && strings.Contains(st.Reason, "config.pbtxt")
+	}) {
+		t.Errorf("the failed reload is not in the index: %+v", srv.Index(ctx))
+	}
+	// A removed model: unloaded once it has been missing at two polls.
 	repo.remove("n")
-	waitFor(t, func() bool { return !srv.ModelReady(context.Background(), "n", 0) }, "the removed model to unload")
-	_, err = srv.Infer(context.Background(), oneInputRequest(t, "n", "", 0))
+	time.Sleep(poll)
+	if !srv.ModelReady(ctx, "n", 1) {
+		t.Fatal("the removed model was unloaded at the first poll that missed it")
+	}
+	time.Sleep(poll)
+	if srv.ModelReady(ctx, "n", 0) {
+		t.Fatalf("the removed model is still ready after two polls missed it: %v", state(srv, "n"))
+	}
+	_, err = srv.Infer(ctx, oneInputRequest(t, "n", "", 0))
 	wantError(t, err, triton.NotFound, "has no available versions")
+	if n := c.loads.Load(); n != 3 {
+		t.Errorf("%d loads, want 3 (m, n, m version 2)", n)
+	}
 }
 
-func TestDrainPeriod(t *testing.T) {
+// TestDrainPeriod runs in a synctest bubble: the drain period passes on
+// the bubble's clock.
+func TestDrainPeriod(t *testing.T) { synctest.Test(t, testDrainPeriod) }
+
+func testDrainPeriod(t *testing.T) {
 	files := map[string]string{"m/config.pbtxt": oneInput("gofunc", 1, ""), "m/1/x": ""}
 	srv, err := triton.New(triton.WithRepository(mapFS(files)), triton.WithBackend("gofunc", mirror), triton.WithDrainPeriod(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
+	begun := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
-	waitFor(t, func() bool { return !srv.Ready(context.Background()) }, "not ready while draining")
+	synctest.Wait() // Shutdown waits for the drain period
+	if srv.Ready(context.Background()) {
+		t.Error("ready while draining")
+	}
 	if !srv.Live() {
 		t.Error("not live while draining")
 	}
@@ -524,6 +559,9 @@ func TestDrainPeriod(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if d := time.Since(begun); d != 100*time.Millisecond {
+		t.Errorf("Shutdown took %v, want the drain period, 100ms", d)
 	}
 	_, err = srv.Infer(context.Background(), oneInputRequest(t, "m", "", 1))
 	wantError(t, err, triton.Unavailable, "server closed")

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/triton-go/triton"
@@ -14,7 +15,9 @@ import (
 
 // TestRateLimiter runs two models whose instances each need the one unit of
 // resource R: with the rate limiter on, they never execute at the same
-// time; with it off, or with two units, they do.
+// time; with it off, or with two units, they do. Each case runs in a
+// synctest bubble: an execution's 5ms sleep lasts until every other
+// goroutine waits, so whatever may run beside it does.
 func TestRateLimiter(t *testing.T) {
 	cfg := `backend: "overlap"
 input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
@@ -31,33 +34,39 @@ instance_group [ { count: 1 kind: KIND_CPU rate_limiter { resources [ { name: "R
 		{"two units", []triton.Option{triton.WithRateLimiter(ratelimit.Config{Limits: []ratelimit.Limit{{Name: "r", Count: 2, Device: -1}}})}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var running, most atomic.Int32
-			overlap := backend.Func(func(ctx context.Context, b *backend.Batch) error {
-				n := running.Add(1)
-				for {
-					m := most.Load()
-					if n <= m || most.CompareAndSwap(m, n) {
-						break
+			synctest.Test(t, func(t *testing.T) {
+				var running, most atomic.Int32
+				overlap := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+					n := running.Add(1)
+					for {
+						m := most.Load()
+						if n <= m || most.CompareAndSwap(m, n) {
+							break
+						}
 					}
-				}
-				time.Sleep(5 * time.Millisecond)
-				running.Add(-1)
-				return mirror(ctx, b)
-			})
-			srv := newServer(t, files, append(tc.opts, triton.WithBackend("overlap", overlap))...)
-			var wg sync.WaitGroup
-			for i := range 8 {
-				model := []string{"a", "b"}[i%2]
-				wg.Go(func() {
-					if _, err := srv.Infer(context.Background(), oneInputRequest(t, model, "", 1)); err != nil {
-						t.Error(err)
-					}
+					time.Sleep(5 * time.Millisecond)
+					running.Add(-1)
+					return mirror(ctx, b)
 				})
-			}
-			wg.Wait()
-			if got := most.Load() > 1; got != tc.wantOverlap {
-				t.Errorf("most executions at once: %d; want overlap %v", most.Load(), tc.wantOverlap)
-			}
+				srv := newServer(t, files, append(tc.opts, triton.WithBackend("overlap", overlap))...)
+				var wg sync.WaitGroup
+				for i := range 8 {
+					model := []string{"a", "b"}[i%2]
+					wg.Go(func() {
+						if _, err := srv.Infer(context.Background(), oneInputRequest(t, model, "", 1)); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				want := int32(1) // one at a time
+				if tc.wantOverlap {
+					want = 2 // both models' instances at once
+				}
+				if got := most.Load(); got != want {
+					t.Errorf("most executions at once: %d, want %d", got, want)
+				}
+			})
 		})
 	}
 }

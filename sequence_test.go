@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -146,28 +147,6 @@ func batchInput[T tensor.Element](b *backend.Batch, name string) ([]T, tensor.Sh
 	return v, t.Shape, err
 }
 
-// stackCount counts the goroutines whose stack holds a call of the
-// sequencer's method fn (such as "wait" or "admit"): how tests see that a
-// request has reached a point inside the server.
-func stackCount(fn string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	return strings.Count(string(buf), "triton.(*sequencer)."+fn+"(")
-}
-
-// waitStack waits until n goroutines are inside the sequencer's method fn.
-func waitStack(t *testing.T, fn string, n int) {
-	t.Helper()
-	waitFor(t, func() bool { return stackCount(fn) == n }, fmt.Sprintf("%d requests in sequencer.%s", n, fn))
-}
-
 // seqResult is an Infer call's outcome, for calls made on other goroutines.
 type seqResult struct {
 	resp *triton.InferResponse
@@ -181,6 +160,21 @@ func inferAsync(ctx context.Context, srv *triton.Server, req *triton.InferReques
 		ch <- seqResult{resp, err}
 	}()
 	return ch
+}
+
+// waitBlocked waits, inside a synctest bubble, until every goroutine of the
+// bubble is blocked, and checks that the calls have not returned: they
+// wait inside the server (for room for their sequence, or for their turn).
+func waitBlocked(t *testing.T, calls ...<-chan seqResult) {
+	t.Helper()
+	synctest.Wait()
+	for i, ch := range calls {
+		select {
+		case r := <-ch:
+			t.Fatalf("call %d returned (%v) instead of waiting", i, r.err)
+		default:
+		}
+	}
 }
 
 // sumModel is the config of a model with input X, output SUM and implicit
@@ -720,8 +714,13 @@ sequence_batching {
 
 // TestSequenceGrowingState: a time-major state [steps, batch, 2] that grows
 // by a step per request: sequences batch together only while their states
-// have the same length (otherwise the state could not be gathered).
-func TestSequenceGrowingState(t *testing.T) {
+// have the same length (otherwise the state could not be gathered). It runs
+// in a synctest bubble: requests sent together all reach the queue within
+// the queue delay, which passes on the bubble's clock, so the batches are
+// known exactly.
+func TestSequenceGrowingState(t *testing.T) { synctest.Test(t, testSequenceGrowingState) }
+
+func testSequenceGrowingState(t *testing.T) {
 	cfg := `backend: "grow"
 max_batch_size: 4
 input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
@@ -791,19 +790,13 @@ parameters { key: "batch_axis:KV_IN" value: { string_value: "1" } }
 	together([]uint64{2}, true, []int32{1})
 	together([]uint64{1, 2}, false, []int32{3, 2})
 	together([]uint64{1, 2}, false, []int32{4, 3})
-	// Equal lengths batch (when both requests come within the queue delay:
-	// retried, for slow machines).
-	batched := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Max(sizes) == 2
-	}
+	// Equal lengths batch.
 	together([]uint64{3, 4}, true, []int32{1, 1})
-	for n := int32(2); n < 12 && !batched(); n++ {
-		together([]uint64{3, 4}, false, []int32{n, n})
-	}
-	if !batched() {
-		t.Errorf("batch sizes %v: sequences of equal state length never batched", sizes)
+	together([]uint64{3, 4}, false, []int32{2, 2})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 1, 1, 1, 1, 1, 1, 2, 2}; !slices.Equal(sizes, want) {
+		t.Errorf("batch sizes %v, want %v: only the sequences of equal state length batch", sizes, want)
 	}
 }
 
@@ -878,57 +871,69 @@ func TestSequenceBacklog(t *testing.T) {
 	// max_batch_size 0, one instance: one live sequence.
 	m := sumModel{}
 	t.Run("wait", func(t *testing.T) {
-		srv := newServer(t, m.repo(), triton.WithBackend("sum", stateSum(nil)))
-		one := tensor.Shape{1}
-		sumOf(t, srv, seqRequest(t, "m", 1, true, false, one, 1))
-		waiting := inferAsync(ctx, srv, seqRequest(t, "m", 2, true, false, one, 20))
-		waitStack(t, "admit", 1)
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-		defer cancel()
-		_, err := srv.Infer(dctx, seqRequest(t, "m", 3, true, false, one, 30))
-		wantError(t, err, triton.DeadlineExceeded, "waiting for room for sequence 3", "1 live sequences")
-		select {
-		case r := <-waiting:
-			t.Fatalf("sequence 2 started while sequence 1 was live: %v", r.err)
-		default:
-		}
-		if got := sumOf(t, srv, seqRequest(t, "m", 1, false, false, one, 1)); got != 2 {
-			t.Errorf("sequence 1: SUM %d, want 2", got)
-		}
-		if got := sumOf(t, srv, seqRequest(t, "m", 1, false, true, one, 1)); got != 3 {
-			t.Errorf("sequence 1: SUM %d, want 3", got)
-		}
-		r := <-waiting
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if got := outputInt32(t, r.resp, "SUM")[0]; got != 20 {
-			t.Errorf("sequence 2: SUM %d, want 20", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			srv := newServer(t, m.repo(), triton.WithBackend("sum", stateSum(nil)))
+			one := tensor.Shape{1}
+			sumOf(t, srv, seqRequest(t, "m", 1, true, false, one, 1))
+			waiting := inferAsync(ctx, srv, seqRequest(t, "m", 2, true, false, one, 20))
+			waitBlocked(t, waiting) // waiting for room
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+			defer cancel()
+			begun := time.Now()
+			_, err := srv.Infer(dctx, seqRequest(t, "m", 3, true, false, one, 30))
+			wantError(t, err, triton.DeadlineExceeded, "waiting for room for sequence 3", "1 live sequences")
+			if d := time.Since(begun); d != 30*time.Millisecond {
+				t.Errorf("sequence 3 gave up after %v, want its deadline, 30ms", d)
+			}
+			select {
+			case r := <-waiting:
+				t.Fatalf("sequence 2 started while sequence 1 was live: %v", r.err)
+			default:
+			}
+			if got := sumOf(t, srv, seqRequest(t, "m", 1, false, false, one, 1)); got != 2 {
+				t.Errorf("sequence 1: SUM %d, want 2", got)
+			}
+			if got := sumOf(t, srv, seqRequest(t, "m", 1, false, true, one, 1)); got != 3 {
+				t.Errorf("sequence 1: SUM %d, want 3", got)
+			}
+			r := <-waiting
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if got := outputInt32(t, r.resp, "SUM")[0]; got != 20 {
+				t.Errorf("sequence 2: SUM %d, want 20", got)
+			}
+		})
 	})
 	t.Run("close", func(t *testing.T) {
-		srv := newServer(t, m.repo(), triton.WithBackend("sum", stateSum(nil)))
-		one := tensor.Shape{1}
-		sumOf(t, srv, seqRequest(t, "m", 1, true, false, one, 1))
-		waiting := inferAsync(ctx, srv, seqRequest(t, "m", 2, true, false, one, 20))
-		waitStack(t, "admit", 1)
-		closed := make(chan error, 1)
-		go func() { closed <- srv.Close() }()
-		select {
-		case r := <-waiting:
-			wantError(t, r.err, triton.Unavailable, "waiting for room for sequence 2")
-		case <-time.After(10 * time.Second):
-			t.Fatal("a START waiting for room holds up Close")
-		}
-		if err := <-closed; err != nil {
-			t.Fatal(err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			srv := newServer(t, m.repo(), triton.WithBackend("sum", stateSum(nil)))
+			one := tensor.Shape{1}
+			sumOf(t, srv, seqRequest(t, "m", 1, true, false, one, 1))
+			waiting := inferAsync(ctx, srv, seqRequest(t, "m", 2, true, false, one, 20))
+			waitBlocked(t, waiting) // waiting for room
+			closed := make(chan error, 1)
+			go func() { closed <- srv.Close() }()
+			select {
+			case r := <-waiting:
+				wantError(t, r.err, triton.Unavailable, "waiting for room for sequence 2")
+			case <-time.After(10 * time.Second):
+				t.Fatal("a START waiting for room holds up Close")
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+		})
 	})
 }
 
 // TestSequenceFailingRequest: a request the backend fails changes neither
-// its sequence's state nor that of the sequences in its batch.
-func TestSequenceFailingRequest(t *testing.T) {
+// its sequence's state nor that of the sequences in its batch. It runs in a
+// synctest bubble, so that the two requests of each step reach the queue
+// within its delay and batch, however slow the machine.
+func TestSequenceFailingRequest(t *testing.T) { synctest.Test(t, testSequenceFailingRequest) }
+
+func testSequenceFailingRequest(t *testing.T) {
 	var mu sync.Mutex
 	var failedBatch int // the size of the batch that held the failing request
 	m := sumModel{mbs: 4, seq: `oldest { max_candidate_sequences: 2 preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 2000000 }`}
@@ -988,53 +993,55 @@ func TestSequenceFailingRequest(t *testing.T) {
 func TestSequenceCancelWhileWaiting(t *testing.T) {
 	for _, mbs := range []int{0, 4} {
 		t.Run(fmt.Sprintf("max_batch_size_%d", mbs), func(t *testing.T) {
-			entered, release := make(chan struct{}), make(chan struct{})
-			var mu sync.Mutex
-			var seen []int32
-			hook := func(r *backend.Request, x int32) error {
-				mu.Lock()
-				seen = append(seen, x)
-				mu.Unlock()
-				if x == 1 {
-					entered <- struct{}{}
-					<-release
+			synctest.Test(t, func(t *testing.T) {
+				entered, release := make(chan struct{}), make(chan struct{})
+				var mu sync.Mutex
+				var seen []int32
+				hook := func(r *backend.Request, x int32) error {
+					mu.Lock()
+					seen = append(seen, x)
+					mu.Unlock()
+					if x == 1 {
+						entered <- struct{}{}
+						<-release
+					}
+					return nil
 				}
-				return nil
-			}
-			shape := tensor.Shape{1}
-			if mbs > 0 {
-				shape = row
-			}
-			srv := newServer(t, sumModel{mbs: mbs}.repo(), triton.WithBackend("sum", stateSum(hook)))
-			ctx := context.Background()
-			first := inferAsync(ctx, srv, seqRequest(t, "m", 5, true, false, shape, 1))
-			<-entered
-			cctx, cancel := context.WithCancel(ctx)
-			second := inferAsync(cctx, srv, seqRequest(t, "m", 5, false, false, shape, 2))
-			waitStack(t, "wait", 1)
-			third := inferAsync(ctx, srv, seqRequest(t, "m", 5, false, false, shape, 4))
-			waitStack(t, "wait", 2)
-			cancel()
-			r := <-second
-			wantError(t, r.err, triton.Cancelled, "context canceled")
-			close(release)
-			// As in Triton, the cancellation also cancels the request admitted
-			// before it that had not run (third); the running one finishes.
-			if r := <-first; r.err != nil || outputInt32(t, r.resp, "SUM")[0] != 1 {
-				t.Fatalf("first: %v", r.err)
-			}
-			r = <-third
-			wantError(t, r.err, triton.Cancelled, "was cancelled, so this one is cancelled too")
-			// A request admitted after the cancellation runs on the state the
-			// last request that ran left.
-			if got := sumOf(t, srv, seqRequest(t, "m", 5, false, true, shape, 8)); got != 9 {
-				t.Errorf("last SUM %d, want 9", got)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if !slices.Equal(seen, []int32{1, 8}) {
-				t.Errorf("the backend ran X %v, want [1 8]", seen)
-			}
+				shape := tensor.Shape{1}
+				if mbs > 0 {
+					shape = row
+				}
+				srv := newServer(t, sumModel{mbs: mbs}.repo(), triton.WithBackend("sum", stateSum(hook)))
+				ctx := context.Background()
+				first := inferAsync(ctx, srv, seqRequest(t, "m", 5, true, false, shape, 1))
+				<-entered
+				cctx, cancel := context.WithCancel(ctx)
+				second := inferAsync(cctx, srv, seqRequest(t, "m", 5, false, false, shape, 2))
+				waitBlocked(t, second) // waiting for its turn
+				third := inferAsync(ctx, srv, seqRequest(t, "m", 5, false, false, shape, 4))
+				waitBlocked(t, third)
+				cancel()
+				r := <-second
+				wantError(t, r.err, triton.Cancelled, "context canceled")
+				close(release)
+				// As in Triton, the cancellation also cancels the request admitted
+				// before it that had not run (third); the running one finishes.
+				if r := <-first; r.err != nil || outputInt32(t, r.resp, "SUM")[0] != 1 {
+					t.Fatalf("first: %v", r.err)
+				}
+				r = <-third
+				wantError(t, r.err, triton.Cancelled, "was cancelled, so this one is cancelled too")
+				// A request admitted after the cancellation runs on the state the
+				// last request that ran left.
+				if got := sumOf(t, srv, seqRequest(t, "m", 5, false, true, shape, 8)); got != 9 {
+					t.Errorf("last SUM %d, want 9", got)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if !slices.Equal(seen, []int32{1, 8}) {
+					t.Errorf("the backend ran X %v, want [1 8]", seen)
+				}
+			})
 		})
 	}
 }
@@ -1043,90 +1050,97 @@ func TestSequenceCancelWhileWaiting(t *testing.T) {
 // order they were admitted, however many are sent at once.
 func TestSequenceOrder(t *testing.T) {
 	t.Run("admission order", func(t *testing.T) {
-		// ACC = ACC·10 + X: the result spells the order the requests ran in.
-		entered, release := make(chan struct{}), make(chan struct{})
-		be := backend.Func(func(ctx context.Context, b *backend.Batch) error {
-			for _, r := range b.Requests {
-				x, _, _ := reqInput[int32](r, "X")
-				acc, _, _ := reqInput[int32](r, "ACC_IN")
-				if x[0] == 1 {
-					entered <- struct{}{}
-					<-release
+		synctest.Test(t, func(t *testing.T) {
+			// ACC = ACC·10 + X: the result spells the order the requests ran in.
+			entered, release := make(chan struct{}), make(chan struct{})
+			be := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+				for _, r := range b.Requests {
+					x, _, _ := reqInput[int32](r, "X")
+					acc, _, _ := reqInput[int32](r, "ACC_IN")
+					if x[0] == 1 {
+						entered <- struct{}{}
+						<-release
+					}
+					for _, name := range []string{"SUM", "ACC_OUT"} {
+						t, _ := tensor.From(name, tensor.Shape{1, 1}, []int32{acc[0]*10 + x[0]})
+						r.SetOutput(t)
+					}
 				}
-				for _, name := range []string{"SUM", "ACC_OUT"} {
-					t, _ := tensor.From(name, tensor.Shape{1, 1}, []int32{acc[0]*10 + x[0]})
-					r.SetOutput(t)
+				return nil
+			})
+			srv := newServer(t, sumModel{mbs: 4, count: 2, backend: "order"}.repo(), triton.WithBackend("order", be))
+			ctx := context.Background()
+			const n = 8
+			var results [n]<-chan seqResult
+			results[0] = inferAsync(ctx, srv, seqRequest(t, "m", 3, true, false, row, 1))
+			<-entered
+			for k := 1; k < n; k++ {
+				results[k] = inferAsync(ctx, srv, seqRequest(t, "m", 3, false, k == n-1, row, int32(k+1)))
+				waitBlocked(t, results[k]) // admitted, waiting for its turn
+			}
+			close(release)
+			want := int32(0)
+			for k := range n {
+				want = want*10 + int32(k+1)
+				r := <-results[k]
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				if got := outputInt32(t, r.resp, "SUM")[0]; got != want {
+					t.Errorf("request %d: SUM %d, want %d", k+1, got, want)
 				}
 			}
-			return nil
 		})
-		srv := newServer(t, sumModel{mbs: 4, count: 2, backend: "order"}.repo(), triton.WithBackend("order", be))
-		ctx := context.Background()
-		const n = 8
-		var results [n]<-chan seqResult
-		results[0] = inferAsync(ctx, srv, seqRequest(t, "m", 3, true, false, row, 1))
-		<-entered
-		for k := 1; k < n; k++ {
-			results[k] = inferAsync(ctx, srv, seqRequest(t, "m", 3, false, k == n-1, row, int32(k+1)))
-			waitStack(t, "wait", k) // admitted, waiting for its turn
-		}
-		close(release)
-		want := int32(0)
-		for k := range n {
-			want = want*10 + int32(k+1)
-			r := <-results[k]
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if got := outputInt32(t, r.resp, "SUM")[0]; got != want {
-				t.Errorf("request %d: SUM %d, want %d", k+1, got, want)
-			}
-		}
 	})
 	t.Run("concurrent senders", func(t *testing.T) {
-		// A commutative sum, and a backend that catches two requests of one
-		// sequence running at once, on four instances.
-		var mu sync.Mutex
-		running := map[uint64]bool{}
-		hook := func(r *backend.Request, x int32) error {
-			mu.Lock()
-			busy := running[r.SequenceID]
-			running[r.SequenceID] = true
-			mu.Unlock()
-			if busy {
-				return fmt.Errorf("two requests of sequence %d run at once", r.SequenceID)
+		synctest.Test(t, func(t *testing.T) {
+			// A commutative sum, and a backend that catches two requests of one
+			// sequence running at once, on four instances. In a synctest
+			// bubble, a request's sleep lasts until every other goroutine
+			// waits: any other request of its sequence that could run meets it
+			// running.
+			var mu sync.Mutex
+			running := map[uint64]bool{}
+			hook := func(r *backend.Request, x int32) error {
+				mu.Lock()
+				busy := running[r.SequenceID]
+				running[r.SequenceID] = true
+				mu.Unlock()
+				if busy {
+					return fmt.Errorf("two requests of sequence %d run at once", r.SequenceID)
+				}
+				time.Sleep(50 * time.Microsecond)
+				mu.Lock()
+				running[r.SequenceID] = false
+				mu.Unlock()
+				return nil
 			}
-			time.Sleep(50 * time.Microsecond)
-			mu.Lock()
-			running[r.SequenceID] = false
-			mu.Unlock()
-			return nil
-		}
-		srv := newServer(t, sumModel{mbs: 4, count: 4}.repo(), triton.WithBackend("sum", stateSum(hook)))
-		const senders, each = 16, 8
-		var g errgroup.Group
-		for id := uint64(1); id <= 2; id++ {
-			sumOf(t, srv, seqRequest(t, "m", id, true, false, row, 0))
-			for s := range senders {
-				g.Go(func() error {
-					for i := range each {
-						if _, err := srv.Infer(context.Background(), seqRequest(t, "m", id, false, false, row, int32(s*each+i))); err != nil {
-							return err
+			srv := newServer(t, sumModel{mbs: 4, count: 4}.repo(), triton.WithBackend("sum", stateSum(hook)))
+			const senders, each = 16, 8
+			var g errgroup.Group
+			for id := uint64(1); id <= 2; id++ {
+				sumOf(t, srv, seqRequest(t, "m", id, true, false, row, 0))
+				for s := range senders {
+					g.Go(func() error {
+						for i := range each {
+							if _, err := srv.Infer(context.Background(), seqRequest(t, "m", id, false, false, row, int32(s*each+i))); err != nil {
+								return err
+							}
 						}
-					}
-					return nil
-				})
+						return nil
+					})
+				}
 			}
-		}
-		if err := g.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		const total = senders * each * (senders*each - 1) / 2
-		for id := uint64(1); id <= 2; id++ {
-			if got := sumOf(t, srv, seqRequest(t, "m", id, false, true, row, 0)); got != total {
-				t.Errorf("sequence %d: SUM %d, want %d", id, got, total)
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
 			}
-		}
+			const total = senders * each * (senders*each - 1) / 2
+			for id := uint64(1); id <= 2; id++ {
+				if got := sumOf(t, srv, seqRequest(t, "m", id, false, true, row, 0)); got != total {
+					t.Errorf("sequence %d: SUM %d, want %d", id, got, total)
+				}
+			}
+		})
 	})
 }
 
@@ -1171,7 +1185,14 @@ func (m *observedModel) SequenceEnded(e backend.SequenceEnd) {
 	if m.o.inside.Add(1) > 1 {
 		m.o.overlap.Store(true)
 	}
-	time.Sleep(200 * time.Microsecond)
+	// Stay inside a while, yielding, so that an overlapping call would meet
+	// this one. Not a sleep: the server serialises these calls with a
+	// sync.Mutex, which a synctest bubble does not count as durably
+	// blocked, so the bubble's clock would stand still, and this call
+	// never wake, while another waits for the mutex.
+	for range 100 {
+		runtime.Gosched()
+	}
 	m.o.mu.Lock()
 	if m.o.events == nil {
 		m.o.events = map[string][]backend.SequenceEnd{}
@@ -1183,8 +1204,11 @@ func (m *observedModel) SequenceEnded(e backend.SequenceEnd) {
 
 // TestSequenceObserver: idle sequences are freed (and the backend told),
 // END and closing the server end sequences with their reasons, and
-// SequenceEnded is called once per sequence, never concurrently.
-func TestSequenceObserver(t *testing.T) {
+// SequenceEnded is called once per sequence, never concurrently. It runs in
+// a synctest bubble: idleness is measured on the bubble's clock.
+func TestSequenceObserver(t *testing.T) { synctest.Test(t, testSequenceObserver) }
+
+func testSequenceObserver(t *testing.T) {
 	obs := &seqObserver{}
 	short := sumModel{mbs: 4, idle: 20000, backend: "obs"}
 	long := sumModel{mbs: 4, seq: `oldest { max_candidate_sequences: 64 }`, backend: "obs"}
@@ -1196,10 +1220,18 @@ func TestSequenceObserver(t *testing.T) {
 	}, triton.WithBackend("obs", obs))
 	ctx := context.Background()
 
-	// Idle.
+	// Idle: freed by the first sweep after 20ms without requests (sweeps
+	// come every 5ms, a quarter of the idle time).
 	sumOf(t, srv, seqRequest(t, "short", 1, true, false, row, 1))
 	idle := backend.SequenceEnd{ID: 1, Reason: backend.SequenceIdle}
-	waitFor(t, func() bool { return obs.has("short", idle) }, "sequence 1 to be freed for idleness")
+	time.Sleep(17 * time.Millisecond)
+	if got := obs.ended("short"); len(got) != 0 {
+		t.Fatalf("after 17ms idle: events %v, want none before 20ms", got)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if got := obs.ended("short"); !slices.Equal(got, []backend.SequenceEnd{idle}) {
+		t.Fatalf("after 22ms idle: events %v, want %v", got, idle)
+	}
 	_, err := srv.Infer(ctx, seqRequest(t, "short", 1, false, false, row, 2))
 	wantError(t, err, triton.InvalidArgument, "inference request for sequence 1 to model 'short' must specify the START flag")
 
@@ -1273,8 +1305,12 @@ func TestSequenceObserver(t *testing.T) {
 }
 
 // TestSequenceIdleNever: a max_sequence_idle_microseconds too large for a
-// time.Duration means a very long time, not a negative one.
-func TestSequenceIdleNever(t *testing.T) {
+// time.Duration means a very long time, not a negative one. In a synctest
+// bubble, the sleep is 20ms of the bubble's clock, during which a sweeper
+// that took the idle time for negative would free the sequence.
+func TestSequenceIdleNever(t *testing.T) { synctest.Test(t, testSequenceIdleNever) }
+
+func testSequenceIdleNever(t *testing.T) {
 	m := sumModel{mbs: 4, idle: math.MaxUint64}
 	srv := newServer(t, m.repo(), triton.WithBackend("sum", stateSum(nil)))
 	sumOf(t, srv, seqRequest(t, "m", 1, true, false, row, 1))
@@ -1349,8 +1385,13 @@ func (m *loggingModel) SequenceEnded(e backend.SequenceEnd) {
 // TestSequenceObserverBeforeRestart: a sequence's end reaches the observer
 // before a new sequence of the same ID runs, after END and after idleness
 // (a backend that frees its per-sequence state on SequenceEnded must not
-// free the new sequence's).
+// free the new sequence's). It runs in a synctest bubble: SequenceEnded's
+// 20ms and the idle time pass on the bubble's clock.
 func TestSequenceObserverBeforeRestart(t *testing.T) {
+	synctest.Test(t, testSequenceObserverBeforeRestart)
+}
+
+func testSequenceObserverBeforeRestart(t *testing.T) {
 	obs := &loggingObserver{began: make(chan string, 1), entered: make(chan struct{}), release: make(chan struct{})}
 	srv := newServer(t, map[string]string{
 		"endm/config.pbtxt":  sumModel{mbs: 4, backend: "log"}.config(),
@@ -1364,7 +1405,7 @@ func TestSequenceObserverBeforeRestart(t *testing.T) {
 	end := inferAsync(ctx, srv, seqRequest(t, "endm", 1, false, true, row, 1))
 	<-obs.entered
 	restart := inferAsync(ctx, srv, seqRequest(t, "endm", 1, true, false, row, 7))
-	waitStack(t, "wait", 1)
+	waitBlocked(t, restart, end) // restart waits for its turn, behind end
 	close(obs.release)
 	for _, ch := range []<-chan seqResult{end, restart} {
 		if r := <-ch; r.err != nil {
@@ -1392,8 +1433,12 @@ func TestSequenceObserverBeforeRestart(t *testing.T) {
 
 // TestSequenceBatchShared: an input marked batch_shared has no batch
 // dimension; requests batch only with requests that give the same value,
-// and the backend sees it once for the batch.
-func TestSequenceBatchShared(t *testing.T) {
+// and the backend sees it once for the batch. It runs in a synctest bubble,
+// so that requests sent together reach the queue within its delay: the
+// batches of equal values are known exactly.
+func TestSequenceBatchShared(t *testing.T) { synctest.Test(t, testSequenceBatchShared) }
+
+func testSequenceBatchShared(t *testing.T) {
 	// Model "same" waits long for full batches, "mixed" does not.
 	cfg := `backend: "shared"
 max_batch_size: 4
@@ -1498,8 +1543,8 @@ parameters { key: "batch_shared:SR" value: { string_value: "true" } }
 		run("same", step, func(uint64) int32 { return 16 })
 	}
 	mu.Lock()
-	if !slices.Contains(batches, batchRec{4, 16}) {
-		t.Errorf("batches %v: the four requests of equal SR never ran as one batch", batches)
+	if want := []batchRec{{4, 16}, {4, 16}, {4, 16}}; !slices.Equal(batches, want) {
+		t.Errorf("batches %v, want %v: the four requests of equal SR run as one batch at every step", batches, want)
 	}
 	batches = nil
 	mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -370,7 +371,11 @@ func TestBackendRegistryOverride(t *testing.T) {
 	}
 }
 
-func TestShutdownDrains(t *testing.T) {
+// TestShutdownDrains runs in a synctest bubble: the short Shutdown's
+// deadline passes on the bubble's clock, once the request is running.
+func TestShutdownDrains(t *testing.T) { synctest.Test(t, testShutdownDrains) }
+
+func testShutdownDrains(t *testing.T) {
 	files := map[string]string{
 		"m/config.pbtxt": oneInput("slow", 1, ""),
 		"m/1/x":          "",
@@ -402,8 +407,12 @@ func TestShutdownDrains(t *testing.T) {
 	// A short Shutdown gives up while the request runs; the model is still open.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
+	begun := time.Now()
 	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+	}
+	if d := time.Since(begun); d != 10*time.Millisecond {
+		t.Errorf("Shutdown gave up after %v, want its deadline, 10ms", d)
 	}
 	if closed.Load() {
 		t.Fatal("model closed while a request was running")
@@ -448,8 +457,11 @@ func (c *closeTracker) NewInstance(context.Context, backend.InstanceSpec) (backe
 func (c *closeTracker) Close() error { c.closed.Store(true); return nil }
 
 // TestCloseAnswersQueued checks that Close fails queued requests at once
-// instead of running them, and that nothing is lost.
-func TestCloseAnswersQueued(t *testing.T) {
+// instead of running them, and that nothing is lost. It runs in a synctest
+// bubble, so that "queued" and "answered" are states the test waits for.
+func TestCloseAnswersQueued(t *testing.T) { synctest.Test(t, testCloseAnswersQueued) }
+
+func testCloseAnswersQueued(t *testing.T) {
 	files := map[string]string{
 		"m/config.pbtxt": oneInput("block", 1, ""),
 		"m/1/x":          "",
@@ -479,10 +491,25 @@ func TestCloseAnswersQueued(t *testing.T) {
 		})
 	}
 	<-started
-	time.Sleep(20 * time.Millisecond) // let the others queue
+	synctest.Wait() // the others wait for the instance
+	st, err := srv.Stats("m", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Pending != n-1 {
+		t.Fatalf("%d requests waiting for the instance, want %d", st[0].Pending, n-1)
+	}
 	closeDone := make(chan error, 1)
 	go func() { closeDone <- srv.Close() }()
-	time.Sleep(10 * time.Millisecond)
+	synctest.Wait() // Close answers the waiting requests, then waits for the running one
+	if got := len(results); got != n-1 {
+		t.Errorf("%d requests answered while one runs, want the %d waiting ones", got, n-1)
+	}
+	select {
+	case err := <-closeDone:
+		t.Fatalf("Close returned (%v) while a request was running", err)
+	default:
+	}
 	close(release)
 	if err := <-closeDone; err != nil {
 		t.Fatal(err)
@@ -500,11 +527,8 @@ func TestCloseAnswersQueued(t *testing.T) {
 			t.Errorf("unexpected error %v", err)
 		}
 	}
-	if ok+unavailable != n || int(runs.Load()) != ok {
-		t.Errorf("%d ok, %d unavailable, %d executed; want every request answered and only the ok ones executed", ok, unavailable, runs.Load())
-	}
-	if unavailable == 0 {
-		t.Error("no queued request was answered with Unavailable")
+	if ok != 1 || unavailable != n-1 || runs.Load() != 1 {
+		t.Errorf("%d ok, %d unavailable, %d executed; want the running request ok and the %d queued ones unavailable, not executed", ok, unavailable, runs.Load(), n-1)
 	}
 }
 
