@@ -30,23 +30,8 @@ type batchWork struct {
 
 var workPool = sync.Pool{New: func() any { return new(batchWork) }}
 
-// batcherConfig translates dynamic_batching into the batcher's terms, or
-// sequence_batching's: the requests of a sequence model that are ready to
-// run (one per sequence at a time) batch like a dynamic batcher's, with the
-// strategy's preferred sizes and queue delay.
+// batcherConfig translates dynamic_batching into the batcher's terms.
 func batcherConfig(cfg *modelconfig.ModelConfig) batcher.Config {
-	if sb := cfg.GetSequenceBatching(); sb != nil {
-		bc := batcher.Config{MaxBatchSize: int64(cfg.GetMaxBatchSize())}
-		if o := sb.GetOldest(); o != nil {
-			bc.MaxQueueDelay = time.Duration(o.GetMaxQueueDelayMicroseconds()) * time.Microsecond
-			for _, p := range o.GetPreferredBatchSize() {
-				bc.PreferredSizes = append(bc.PreferredSizes, int64(p))
-			}
-		} else {
-			bc.MaxQueueDelay = time.Duration(sb.GetDirect().GetMaxQueueDelayMicroseconds()) * time.Microsecond
-		}
-		return bc
-	}
 	db := cfg.GetDynamicBatching()
 	bc := batcher.Config{
 		MaxBatchSize:    int64(cfg.GetMaxBatchSize()),
@@ -80,12 +65,25 @@ func queuePolicy(p *modelconfig.ModelQueuePolicy) batcher.QueuePolicy {
 }
 
 // startBatcher creates the version's dynamic batcher, when its config asks
-// for one. It must run after start (the batcher takes instances from idle).
+// for one: dynamic_batching, or a sequence model that batches, whose ready
+// requests batch as its strategy says. It must run after start (the batcher
+// takes instances from idle) and after the sequencer is made.
 func (v *version) startBatcher() error {
-	if v.cfg.GetDynamicBatching() == nil && (v.cfg.GetSequenceBatching() == nil || v.sig.maxBatch == 0) {
+	var bc batcher.Config
+	switch {
+	case v.cfg.GetDynamicBatching() != nil:
+		bc = batcherConfig(v.cfg)
+	case v.seq != nil:
+		var ok bool
+		if bc, ok = v.seq.cfg.Batching(); !ok {
+			return nil
+		}
+	default:
 		return nil
 	}
-	v.ordered = v.cfg.GetDynamicBatching().GetPreserveOrdering()
+	if v.cfg.GetDynamicBatching().GetPreserveOrdering() {
+		v.order = batcher.NewOrder(func(c *call) { c.wake <- struct{}{} })
+	}
 	env := batcher.Env[*call, *slot]{
 		Size:       func(c *call) int64 { return c.req.BatchSize },
 		Compatible: func(a, b *call) bool { return v.sig.compatible(a.req.Inputs, b.req.Inputs) },
@@ -104,7 +102,7 @@ func (v *version) startBatcher() error {
 			leader.wake <- struct{}{}
 		},
 	}
-	d, err := batcher.NewDynamic(batcherConfig(v.cfg), env, v.idle)
+	d, err := batcher.NewDynamic(bc, env, v.idle)
 	if err != nil {
 		return fmt.Errorf("dynamic_batching: %w", err)
 	}
@@ -116,13 +114,13 @@ func (v *version) startBatcher() error {
 // batch if the batcher makes it the leader.
 func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, t *timing) (*InferResponse, error) {
 	c.ctx = ctx
-	if v.ordered {
-		c.seq = v.order.issue()
+	if v.order != nil {
+		c.ticket = v.order.Issue()
 	}
 	if err := v.dyn.Enqueue(&c.node, c, int(min(req.Priority, 1<<30)), req.Timeout); err != nil {
 		v.stats.pending.Add(-1)
-		if v.ordered {
-			v.order.skip(c.seq)
+		if v.order != nil {
+			v.order.Skip(c.ticket)
 		}
 		rows := c.req.BatchSize
 		v.putCall(c)
@@ -139,8 +137,8 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, 
 		case <-done:
 			if v.dyn.Remove(&c.node) {
 				v.stats.pending.Add(-1)
-				if v.ordered {
-					v.order.skip(c.seq)
+				if v.order != nil {
+					v.order.Skip(c.ticket)
 				}
 				rows := c.req.BatchSize
 				v.putCall(c)
@@ -203,52 +201,9 @@ func (v *version) lead(w *batchWork) {
 // preserve_ordering, once every request that arrived before it has had
 // its own.
 func (v *version) release(c *call) {
-	if !v.ordered {
+	if v.order == nil {
 		c.wake <- struct{}{}
 		return
 	}
-	v.order.done(c)
-}
-
-// order releases answers in arrival order (preserve_ordering).
-type order struct {
-	mu sync.Mutex
-	// mu protects the following.
-	issued, next uint64
-	held         map[uint64]*call // finished, waiting for earlier ones; nil: skipped
-}
-
-func (o *order) issue() uint64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.issued++
-	return o.issued
-}
-
-// done records c as finished and wakes every request now releasable.
-func (o *order) done(c *call) { o.finish(c.seq, c) }
-
-// skip records that request seq left without an answer to deliver
-// (refused, or cancelled while queued).
-func (o *order) skip(seq uint64) { o.finish(seq, nil) }
-
-func (o *order) finish(seq uint64, c *call) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.held == nil {
-		o.held = map[uint64]*call{}
-		o.next = 1
-	}
-	o.held[seq] = c
-	for {
-		h, ok := o.held[o.next]
-		if !ok {
-			return
-		}
-		delete(o.held, o.next)
-		o.next++
-		if h != nil {
-			h.wake <- struct{}{}
-		}
-	}
+	v.order.Done(c.ticket, c)
 }

@@ -208,10 +208,6 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	}
 	v.stats.loadTime = time.Since(began)
 	v.start()
-	if err := v.startBatcher(); err != nil {
-		_ = v.close(ErrServerClosed)
-		return nil, withCode(InvalidArgument, err)
-	}
 	if cfg.GetSequenceBatching() != nil {
 		seq, err := newSequencer(v, md.FS, v.activeInstances())
 		if err != nil {
@@ -219,6 +215,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 			return nil, withCode(InvalidArgument, err)
 		}
 		v.seq = seq
+	}
+	if err := v.startBatcher(); err != nil {
+		_ = v.close(ErrServerClosed)
+		return nil, withCode(InvalidArgument, err)
 	}
 	log.Debug("model version loaded", zap.Int("instances", len(v.pool)))
 	return v, nil

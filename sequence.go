@@ -3,19 +3,19 @@ package triton
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"path"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/batcher"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
@@ -23,54 +23,39 @@ import (
 // A model with sequence_batching is stateful: every request names a
 // sequence (a correlation ID), and the requests of one sequence run one
 // after the other, in the order they arrived, while requests of different
-// sequences share batches. The sequencer of the version does the
-// bookkeeping around the ordinary request path (run, and the dynamic
-// batcher when the model batches):
+// sequences share batches. The scheduling — admission within the model's
+// capacity of live sequences, per-sequence order, cancellation, the idle
+// sweep, the strategies' batching — is batcher.Sequence's; the sequencer
+// of a version adds what needs tensors and the model configuration:
 //
-//   - admission: the ID must be given and of the kind the CORRID control
-//     takes; a sequence starts with a request flagged START, within the
-//     model's capacity (instances × max_batch_size live sequences for the
-//     direct strategy, max_candidate_sequences per instance for oldest),
-//     waiting for room or refused as configured;
-//   - order: each request waits for the previous request of its sequence
-//     to finish (a chain of channels, one per request); a request
-//     cancelled while waiting or running cancels the requests of its
-//     sequence admitted before that and not yet run, as Triton does;
-//   - inputs: the control tensors (START, END, READY, CORRID) with the
-//     configured datatypes and values, and the implicit state, are added
-//     to the request's inputs, each with a batch dimension of 1 (at the
-//     state's batch axis, "batch_axis:<name>", for states laid out as
+//   - the correlation ID must be given and of the kind the CORRID control
+//     takes (a number, or TYPE_STRING);
+//   - the control tensors (START, END, READY, CORRID) with the configured
+//     datatypes and values, and the implicit state, are added to the
+//     request's inputs, each with a batch dimension of 1 (at the state's
+//     batch axis, "batch_axis:<name>", for states laid out as
 //     [layers, batch, hidden]);
-//   - state: the state outputs the backend produces are kept for the
-//     sequence's next request and taken out of the response, unless the
-//     config lists them as outputs too;
-//   - end: a request flagged END ends its sequence; a sequence without
-//     requests for max_sequence_idle_microseconds is freed by the
-//     sequencer's one goroutine, which the version owns and stops on
-//     close. A Model that implements backend.SequenceObserver is told
-//     either way (Triton never tells backends).
+//   - the state outputs the backend produces are kept as the sequence's
+//     state for its next request and taken out of the response, unless
+//     the config lists them as outputs too;
+//   - a Model that implements backend.SequenceObserver is told when a
+//     sequence ends (Triton never tells backends).
 //
-// Batches hold ready requests only: the direct strategy's fixed slot
-// positions, with READY=false padding rows, are not reproduced; backends
-// that keep state per sequence key it on CORRID instead of on the row.
+// Ready requests then take the ordinary path (run), batching in the
+// version's dynamic batcher configured by the strategy
+// (batcher.SequenceConfig.Batching). Batches hold ready requests only: the
+// direct strategy's fixed slot positions, with READY=false padding rows,
+// are not reproduced; backends that keep state per sequence key it on
+// CORRID instead of on the row.
 type sequencer struct {
 	v         *version
+	sched     *batcher.Sequence[seqKey, []tensor.Tensor]
+	cfg       batcher.SequenceConfig
 	controls  []control
 	states    []stateSpec
-	idle      time.Duration
 	stringIDs bool // the CORRID control is TYPE_STRING
 	uintIDs   bool // the CORRID control is numeric
-	reject    bool // a START beyond capacity fails instead of waiting
-	room      *semaphore.Weighted
-	capacity  int64
 	observer  backend.SequenceObserver
-	notifyMu  sync.Mutex // SequenceEnded is never called concurrently with itself
-
-	mu   sync.Mutex
-	live map[seqKey]*sequence
-
-	stop chan struct{} // closed by close: the idle sweeper returns
-	done chan struct{} // closed when the sweeper has returned
 }
 
 // seqKey is a correlation ID: a number or a string.
@@ -84,20 +69,6 @@ func (k seqKey) String() string {
 		return k.s
 	}
 	return strconv.FormatUint(k.n, 10)
-}
-
-// sequence is one live sequence.
-type sequence struct {
-	key   seqKey
-	tail  chan struct{}   // closed when the last admitted request has finished
-	state []tensor.Tensor // by state index; nil: start from the initial state
-	last  time.Time       // when a request last finished
-	queue int             // requests admitted and not finished
-	ended bool            // its END request ran; only a START may follow
-	// epoch counts the sequence's cancelled requests: a cancellation
-	// cancels the requests admitted before it that have not run yet, as in
-	// Triton (their inputs assumed the cancelled one would run).
-	epoch uint64
 }
 
 // control is one control tensor to add to every request.
@@ -116,17 +87,12 @@ type stateSpec struct {
 	initial       []byte
 }
 
-// newSequencer compiles a version's sequence_batching. fsys is the model
-// folder (initial_state data files live under <model>/initial_state/).
+// newSequencer compiles a version's sequence_batching and starts its
+// scheduler. fsys is the model folder (initial_state data files live
+// under <model>/initial_state/).
 func newSequencer(v *version, fsys fs.FS, instances int) (*sequencer, error) {
 	sb := v.cfg.GetSequenceBatching()
-	s := &sequencer{
-		v:    v,
-		idle: time.Duration(min(sb.GetMaxSequenceIdleMicroseconds(), math.MaxInt64/uint64(time.Microsecond))) * time.Microsecond,
-		live: map[seqKey]*sequence{},
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
+	s := &sequencer{v: v, cfg: sequenceConfig(v.cfg, instances)}
 	for _, ci := range sb.GetControlInput() {
 		for _, c := range ci.GetControl() {
 			ctl, err := compileControl(ci.GetName(), c)
@@ -146,24 +112,45 @@ func newSequencer(v *version, fsys fs.FS, instances int) (*sequencer, error) {
 		}
 		s.states = append(s.states, spec)
 	}
-	perInstance := int64(max(v.cfg.GetMaxBatchSize(), 1))
-	if o := sb.GetOldest(); o != nil {
-		perInstance = int64(max(o.GetMaxCandidateSequences(), 1))
-	}
-	s.capacity = perInstance * int64(max(instances, 1))
 	if p, ok := v.cfg.GetParameters()["sequence_backlog"]; ok {
 		switch p.GetStringValue() {
 		case "wait":
 		case "reject":
-			s.reject = true
+			s.cfg.Reject = true
 		default:
 			return nil, fmt.Errorf("parameter \"sequence_backlog\": want wait or reject, got %q", p.GetStringValue())
 		}
 	}
-	s.room = semaphore.NewWeighted(s.capacity)
 	s.observer, _ = v.model.(backend.SequenceObserver)
-	go s.sweep()
+	sched, err := batcher.NewSequence[seqKey, []tensor.Tensor](s.cfg, batcher.SequenceEnv[seqKey]{Ended: s.ended})
+	if err != nil {
+		return nil, fmt.Errorf("sequence_batching: %w", err)
+	}
+	s.sched = sched
 	return s, nil
+}
+
+// sequenceConfig translates sequence_batching into the scheduler's terms.
+func sequenceConfig(cfg *modelconfig.ModelConfig, instances int) batcher.SequenceConfig {
+	sb := cfg.GetSequenceBatching()
+	micros := func(us uint64) time.Duration {
+		return time.Duration(min(us, math.MaxInt64/uint64(time.Microsecond))) * time.Microsecond
+	}
+	sc := batcher.SequenceConfig{
+		MaxBatchSize:  int64(cfg.GetMaxBatchSize()),
+		Instances:     instances,
+		MaxIdle:       micros(sb.GetMaxSequenceIdleMicroseconds()),
+		MaxQueueDelay: micros(sb.GetDirect().GetMaxQueueDelayMicroseconds()),
+	}
+	if o := sb.GetOldest(); o != nil {
+		sc.Oldest = true
+		sc.MaxCandidateSequences = int64(o.GetMaxCandidateSequences())
+		sc.MaxQueueDelay = micros(o.GetMaxQueueDelayMicroseconds())
+		for _, p := range o.GetPreferredBatchSize() {
+			sc.PreferredSizes = append(sc.PreferredSizes, int64(p))
+		}
+	}
+	return sc
 }
 
 func compileControl(name string, c *modelconfig.ModelSequenceBatching_Control) (control, error) {
@@ -265,191 +252,24 @@ func (s *sequencer) key(req *InferRequest) (seqKey, error) {
 	return k, nil
 }
 
-// turn is an admitted request's place in its sequence.
-type turn struct {
-	seq   *sequence
-	prev  chan struct{} // closed when the previous request has finished
-	done  chan struct{} // closed by finish
-	epoch uint64        // the sequence's epoch at admission
-}
-
-// admit places the request in its sequence: a START opens the sequence
-// (waiting for room, or refused), any other request needs it open.
-func (s *sequencer) admit(ctx context.Context, k seqKey, req *InferRequest) (turn, error) {
-	s.mu.Lock()
-	sq := s.live[k]
-	if sq == nil {
-		s.mu.Unlock()
-		if !req.SequenceStart {
-			return turn{}, &Error{Code: InvalidArgument, Model: s.v.name, Version: s.v.number, RequestID: req.ID,
-				Err: fmt.Errorf("inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence", k, s.v.name)}
-		}
-		if s.reject {
-			if !s.room.TryAcquire(1) {
-				return turn{}, &Error{Code: Unavailable, Model: s.v.name, Version: s.v.number, RequestID: req.ID,
-					Err: fmt.Errorf("model '%s' has %d live sequences, its capacity; sequence %s cannot start now", s.v.name, s.capacity, k)}
-			}
-		} else if err := s.acquire(ctx); err != nil {
-			return turn{}, &Error{Code: classify(err, Cancelled), Model: s.v.name, Version: s.v.number, RequestID: req.ID,
-				Err: fmt.Errorf("waiting for room for sequence %s (model '%s' has %d live sequences, its capacity): %w", k, s.v.name, s.capacity, err)}
-		}
-		s.mu.Lock()
-		if sq = s.live[k]; sq == nil {
-			tail := make(chan struct{})
-			close(tail)
-			sq = &sequence{key: k, tail: tail}
-			s.live[k] = sq
-		} else {
-			s.room.Release(1) // another START of the same ID opened it meanwhile
-		}
-	}
-	t := turn{seq: sq, prev: sq.tail, done: make(chan struct{}), epoch: sq.epoch}
-	sq.tail = t.done
-	sq.queue++
-	s.mu.Unlock()
-	return t, nil
-}
-
-// acquire waits for room for a new sequence, until ctx ends or the version
-// stops (a close does not wait for live sequences to end).
-func (s *sequencer) acquire(ctx context.Context) error {
-	if s.room.TryAcquire(1) {
-		return nil
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-s.v.stop:
-			cancel(*s.v.aborted.Load())
-		case <-ctx.Done():
-		}
-	}()
-	if err := s.room.Acquire(ctx, 1); err != nil {
-		return context.Cause(ctx)
-	}
-	return nil
-}
-
-// wait waits for the request's turn. A request that gives up still holds
-// its place until its predecessor is done, so the order of the rest holds.
-func (s *sequencer) wait(ctx context.Context, t turn) error {
-	select {
-	case <-t.prev:
-		return nil
-	default:
-	}
-	select {
-	case <-t.prev:
-		return nil
-	case <-ctx.Done():
-		s.cancelPending(t.seq)
-		go func() {
-			<-t.prev
-			s.finish(t, false, nil)
-		}()
-		return ctx.Err()
-	}
-}
-
-// cancelPending cancels the requests of sq admitted so far that have not
-// run yet, after one of its requests was cancelled.
-func (s *sequencer) cancelPending(sq *sequence) {
-	s.mu.Lock()
-	sq.epoch++
-	s.mu.Unlock()
-}
-
-// finish ends a request's turn; end tells the sequence is over (its END
-// request ran), state is its new state (nil: unchanged). The backend is told
-// of the end before the turn closes: a new sequence of the same ID runs
-// after that.
-func (s *sequencer) finish(t turn, end bool, state []tensor.Tensor) {
-	if end {
-		s.notify(t.seq.key, backend.SequenceEndFlag)
-	}
-	s.mu.Lock()
-	sq := t.seq
-	sq.queue--
-	sq.last = time.Now()
-	if state != nil {
-		sq.state = state
-	}
-	if end {
-		sq.ended, sq.state = true, nil
-	}
-	if sq.ended && sq.queue == 0 && s.live[sq.key] == sq {
-		delete(s.live, sq.key)
-		s.room.Release(1)
-	}
-	close(t.done)
-	s.mu.Unlock()
-}
-
-func (s *sequencer) notify(k seqKey, reason backend.SequenceEndReason) {
+// ended tells the backend that a sequence is over (the scheduler calls it
+// one at a time).
+func (s *sequencer) ended(k seqKey, reason batcher.EndReason) {
 	if s.observer == nil {
 		return
 	}
-	s.notifyMu.Lock()
-	defer s.notifyMu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			s.v.log.Error("backend panic in SequenceEnded", zap.Any("panic", r))
 		}
 	}()
-	s.observer.SequenceEnded(backend.SequenceEnd{ID: k.n, IDString: k.s, Reason: reason})
-}
-
-// sweep frees idle sequences until close.
-func (s *sequencer) sweep() {
-	defer close(s.done)
-	t := time.NewTicker(max(s.idle/4, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case now := <-t.C:
-			// The sweeper ends an idle sequence as an END request would,
-			// taking its next turn: a request of the same ID admitted
-			// meanwhile runs after the backend has been told.
-			var idle []turn
-			s.mu.Lock()
-			for _, sq := range s.live {
-				if sq.queue == 0 && now.Sub(sq.last) >= s.idle {
-					tn := turn{seq: sq, prev: sq.tail, done: make(chan struct{})}
-					sq.tail, sq.ended, sq.state = tn.done, true, nil
-					sq.queue++
-					idle = append(idle, tn)
-				}
-			}
-			s.mu.Unlock()
-			for _, tn := range idle {
-				s.v.log.Debug("sequence freed for idleness", zap.Stringer("sequence", tn.seq.key))
-				s.notify(tn.seq.key, backend.SequenceIdle)
-				s.finish(tn, false, nil)
-			}
-		}
+	why := map[batcher.EndReason]backend.SequenceEndReason{
+		batcher.EndFlag: backend.SequenceEndFlag, batcher.EndIdle: backend.SequenceIdle, batcher.EndClosed: backend.SequenceClosed,
+	}[reason]
+	if reason == batcher.EndIdle {
+		s.v.log.Debug("sequence freed for idleness", zap.Stringer("sequence", k))
 	}
-}
-
-// close stops the sweeper and tells the backend about the sequences still
-// live. The version's gate has drained: no request is running.
-func (s *sequencer) close() {
-	close(s.stop)
-	<-s.done
-	s.mu.Lock()
-	keys := make([]seqKey, 0, len(s.live))
-	for k, sq := range s.live {
-		if !sq.ended { // an ended one was told already
-			keys = append(keys, k)
-		}
-	}
-	clear(s.live)
-	s.mu.Unlock()
-	for _, k := range keys {
-		s.notify(k, backend.SequenceClosed)
-	}
+	s.observer.SequenceEnded(backend.SequenceEnd{ID: k.n, IDString: k.s, Reason: why})
 }
 
 // inputs returns the request's inputs with the control and state tensors
@@ -514,34 +334,14 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 	if err != nil {
 		return nil, v.fail(t, batch, v.errorf(req, InvalidArgument, err))
 	}
-	tn, err := s.admit(ctx, k, req)
+	tn, err := s.sched.Admit(ctx, k, req.SequenceStart)
 	if err != nil {
-		return nil, v.fail(t, batch, err)
+		return nil, v.fail(t, batch, s.admitError(req, k, err))
 	}
-	if err := s.wait(ctx, tn); err != nil {
-		return nil, v.fail(t, batch, v.errorf(req, classify(err, Cancelled), err))
+	state, err := tn.Wait(ctx, req.SequenceStart)
+	if err != nil {
+		return nil, v.fail(t, batch, s.waitError(req, k, err))
 	}
-	var state []tensor.Tensor
-	s.mu.Lock()
-	cancelled := tn.seq.epoch != tn.epoch
-	ended := tn.seq.ended
-	if !req.SequenceStart {
-		state = tn.seq.state
-	} else {
-		tn.seq.ended = false
-	}
-	s.mu.Unlock()
-	if cancelled {
-		s.finish(tn, false, nil)
-		return nil, v.fail(t, batch, v.errorf(req, Cancelled,
-			fmt.Errorf("a request of sequence %s to model '%s' admitted before this one was cancelled, so this one is cancelled too", k, v.name)))
-	}
-	if ended && !req.SequenceStart {
-		s.finish(tn, false, nil)
-		return nil, v.fail(t, batch, v.errorf(req, InvalidArgument,
-			fmt.Errorf("inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence", k, v.name)))
-	}
-
 	run := *req
 	run.Inputs = s.inputs(req, k, state)
 	if len(req.Outputs) > 0 && len(s.states) > 0 {
@@ -553,20 +353,57 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 		}
 	}
 	resp, err := v.run(ctx, &run, batch, t)
-	if err != nil {
-		if ctx.Err() != nil {
-			s.cancelPending(tn.seq)
+	if err == nil {
+		var next []tensor.Tensor
+		if next, err = s.takeState(req, resp); err != nil {
+			err = v.errorf(req, Internal, err)
+		} else if next != nil {
+			tn.SetState(next)
 		}
-		s.finish(tn, req.SequenceEnd, nil)
+	} else if ctx.Err() != nil {
+		tn.Cancel() // as in Triton, the requests queued behind it are cancelled too
+	}
+	tn.Done(req.SequenceEnd)
+	if err != nil {
 		return nil, err
 	}
-	next, err := s.takeState(req, resp)
-	if err != nil {
-		s.finish(tn, req.SequenceEnd, nil)
-		return nil, v.errorf(req, Internal, err)
-	}
-	s.finish(tn, req.SequenceEnd, next)
 	return resp, nil
+}
+
+// admitError words the scheduler's refusal to admit a request of
+// sequence k as Triton does.
+func (s *sequencer) admitError(req *InferRequest, k seqKey, err error) error {
+	v := s.v
+	switch {
+	case errors.Is(err, batcher.ErrNotStarted):
+		return s.notStarted(req, k)
+	case errors.Is(err, batcher.ErrNoRoom):
+		return v.errorf(req, Unavailable, fmt.Errorf("model '%s' has %d live sequences, its capacity; sequence %s cannot start now", v.name, s.sched.Capacity(), k))
+	case errors.Is(err, batcher.ErrClosed):
+		if cause := v.aborted.Load(); cause != nil {
+			err = *cause
+		}
+	}
+	// A START that waited for room until its ctx ended or the version
+	// stopped.
+	return v.errorf(req, classify(err, Unavailable),
+		fmt.Errorf("waiting for room for sequence %s (model '%s' has %d live sequences, its capacity): %w", k, v.name, s.sched.Capacity(), err))
+}
+
+// waitError words the failure of a request of sequence k waiting for its
+// turn.
+func (s *sequencer) waitError(req *InferRequest, k seqKey, err error) error {
+	switch {
+	case errors.Is(err, batcher.ErrNotStarted):
+		return s.notStarted(req, k)
+	case errors.Is(err, batcher.ErrSequenceCancelled):
+		return s.v.errorf(req, Cancelled, fmt.Errorf("a request of sequence %s to model '%s' admitted before this one was cancelled, so this one is cancelled too", k, s.v.name))
+	}
+	return s.v.errorf(req, classify(err, Cancelled), err)
+}
+
+func (s *sequencer) notStarted(req *InferRequest, k seqKey) error {
+	return s.v.errorf(req, InvalidArgument, fmt.Errorf("inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence", k, s.v.name))
 }
 
 // takeState takes the state outputs out of a response (keeping those the

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1185,14 +1184,7 @@ func (m *observedModel) SequenceEnded(e backend.SequenceEnd) {
 	if m.o.inside.Add(1) > 1 {
 		m.o.overlap.Store(true)
 	}
-	// Stay inside a while, yielding, so that an overlapping call would meet
-	// this one. Not a sleep: the server serialises these calls with a
-	// sync.Mutex, which a synctest bubble does not count as durably
-	// blocked, so the bubble's clock would stand still, and this call
-	// never wake, while another waits for the mutex.
-	for range 100 {
-		runtime.Gosched()
-	}
+	time.Sleep(200 * time.Microsecond) // fake time: an overlapping call would meet this one
 	m.o.mu.Lock()
 	if m.o.events == nil {
 		m.o.events = map[string][]backend.SequenceEnd{}

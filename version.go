@@ -65,10 +65,9 @@ type version struct {
 	// calls, that every request uses without taking it (ensembles).
 	shared bool
 
-	seq     *sequencer                     // nil: not a sequence (stateful) model
-	dyn     *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
-	ordered bool                           // preserve_ordering
-	order   order
+	seq   *sequencer                     // nil: not a sequence (stateful) model
+	dyn   *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
+	order *batcher.Order[*call]          // nil: no preserve_ordering
 
 	calls     sync.Pool // of *call
 	stats     *counters
@@ -118,12 +117,12 @@ type call struct {
 	in    []tensor.Tensor // storage for reshaped inputs
 
 	// Used when the version batches (batching.go).
-	ctx  context.Context
-	node batcher.Node[*call]
-	wake chan struct{} // one value per event: lead a batch, or answered
-	work *batchWork    // set when this request leads a batch
-	seq  uint64        // arrival number, with preserve_ordering
-	ran  timing        // when its batch ran, set by the leader
+	ctx    context.Context
+	node   batcher.Node[*call]
+	wake   chan struct{} // one value per event: lead a batch, or answered
+	work   *batchWork    // set when this request leads a batch
+	ticket uint64        // arrival number, with preserve_ordering
+	ran    timing        // when its batch ran, set by the leader
 }
 
 func newCall() any {
@@ -135,7 +134,7 @@ func newCall() any {
 func (v *version) getCall() *call { return v.calls.Get().(*call) }
 
 func (v *version) putCall(c *call) {
-	c.ctx, c.work, c.seq, c.ran = nil, nil, 0, timing{}
+	c.ctx, c.work, c.ticket, c.ran = nil, nil, 0, timing{}
 	c.req.Reset()
 	// run sets every field again; dropping the references is for the GC.
 	c.req.Inputs, c.req.RequestedOutputs, c.req.Parameters, c.req.ID, c.req.SequenceIDString = nil, nil, nil, "", ""
@@ -285,6 +284,9 @@ func (v *version) abort(cause error) {
 	if v.dyn != nil {
 		v.dyn.Close() // queued requests are answered with batcher.ErrClosed
 	}
+	if v.seq != nil {
+		v.seq.sched.Abort() // STARTs waiting for room fail
+	}
 }
 
 // ready reports whether the version takes requests and its instances are
@@ -326,7 +328,7 @@ func (v *version) close(cause error) error {
 		v.abort(cause)
 		<-v.gate.drained
 		if v.seq != nil {
-			v.seq.close()
+			v.seq.sched.Close() // tells the backend of the sequences still live
 		}
 		var errs []error
 		for _, s := range v.pool {

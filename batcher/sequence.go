@@ -176,7 +176,10 @@ type Sequence[K comparable, S any] struct {
 	reject   bool
 	maxIdle  time.Duration
 
-	endMu sync.Mutex // Ended is never called concurrently with itself
+	// endTurn holds one token: Ended is never called concurrently with
+	// itself. A channel rather than a mutex, so that a goroutine waiting
+	// for its turn counts as durably blocked under testing/synctest.
+	endTurn chan struct{}
 
 	kick chan struct{} // the sweep has a new first idle sequence
 	stop chan struct{} // closed by Close: the sweep returns
@@ -234,6 +237,7 @@ func NewSequence[K comparable, S any](cfg SequenceConfig, env SequenceEnv[K]) (*
 		capacity: cfg.Capacity(),
 		reject:   cfg.Reject,
 		maxIdle:  cfg.MaxIdle,
+		endTurn:  make(chan struct{}, 1),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -469,8 +473,8 @@ func (s *Sequence[K, S]) ended(key K, reason EndReason) {
 	if s.env.Ended == nil {
 		return
 	}
-	s.endMu.Lock()
-	defer s.endMu.Unlock()
+	s.endTurn <- struct{}{}
+	defer func() { <-s.endTurn }()
 	s.env.Ended(key, reason)
 }
 
