@@ -1,3 +1,6 @@
+// batching.go is dynamic batching: the hand-off from batcher.Dynamic to
+// the batch's first request, which runs it for all.
+
 package triton
 
 import (

@@ -1,28 +1,13 @@
+// cache.go is the response cache on the request path.
+
 package triton
 
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/triton-go/triton/tensor"
 )
-
-// WithResponseCache gives the server a response cache of byteSize bytes
-// (Triton's --response-cache-byte-size), used by models whose config has
-// response_cache { enable: true }. Answers are keyed by model, version and
-// every input's name, datatype, shape and bytes, compared in full on a hit
-// (a hash collision never returns a wrong answer), evicted least recently
-// used first; concurrent identical requests run once and share the answer.
-func WithResponseCache(byteSize int64) Option {
-	return optionFunc(func(o *options) error {
-		if byteSize <= 0 {
-			return fmt.Errorf("WithResponseCache: size must be positive, got %d", byteSize)
-		}
-		o.cacheBytes = byteSize
-		return nil
-	})
-}
 
 // inferCached answers from the cache, or runs the request once for every
 // concurrent identical request and caches a successful answer. The model

@@ -1,3 +1,6 @@
+// ensembles.go loads, checks and unloads ensembles with their composing
+// models, and purges the cached answers that depend on a changed model.
+
 package triton
 
 import (

@@ -1,3 +1,5 @@
+// errors.go is the error model: Error, Code and CodeOf.
+
 package triton
 
 import (
@@ -139,6 +141,7 @@ type coded struct {
 }
 
 func (c *coded) Error() string { return c.err.Error() }
+
 func (c *coded) Unwrap() error { return c.err }
 
 // withCode returns err carrying code.

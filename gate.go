@@ -1,3 +1,5 @@
+// gate.go is a version's admission and drain gate.
+
 package triton
 
 import (

@@ -1,3 +1,5 @@
+// infer.go is the request path: Infer, from validation to response.
+
 package triton
 
 import (

@@ -1,3 +1,5 @@
+// labels.go reads and serves classification labels (label_filename).
+
 package triton
 
 import (
@@ -65,26 +67,4 @@ func (s *Server) Labels(model string, ver int64, output string) ([]string, error
 		return nil, &Error{Code: InvalidArgument, Model: model, Version: v.number, Err: err}
 	}
 	return slices.Clone(v.labels[output]), nil
-}
-
-// ModelSummary holds what an adapter checks on every request to a loaded
-// model version. Getting one does not allocate.
-type ModelSummary struct {
-	Version      int64 // the version number a request with this version would use
-	MaxBatchSize int32 // 0: the model does not batch
-	Decoupled    bool  // model_transaction_policy.decoupled: the model may answer with any number of responses
-}
-
-// ModelSummary returns a loaded model version's summary; version 0 means
-// the version a request without a version would use.
-func (s *Server) ModelSummary(model string, ver int64) (ModelSummary, error) {
-	v, _, err := s.find(model, ver)
-	if err != nil {
-		return ModelSummary{}, err
-	}
-	return ModelSummary{
-		Version:      v.number,
-		MaxBatchSize: v.cfg.GetMaxBatchSize(),
-		Decoupled:    v.cfg.GetModelTransactionPolicy().GetDecoupled(),
-	}, nil
 }

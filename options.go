@@ -1,3 +1,5 @@
+// options.go holds every option of New.
+
 package triton
 
 import (
@@ -12,6 +14,22 @@ import (
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repository"
 )
+
+// WithResponseCache gives the server a response cache of byteSize bytes
+// (Triton's --response-cache-byte-size), used by models whose config has
+// response_cache { enable: true }. Answers are keyed by model, version and
+// every input's name, datatype, shape and bytes, compared in full on a hit
+// (a hash collision never returns a wrong answer), evicted least recently
+// used first; concurrent identical requests run once and share the answer.
+func WithResponseCache(byteSize int64) Option {
+	return optionFunc(func(o *options) error {
+		if byteSize <= 0 {
+			return fmt.Errorf("WithResponseCache: size must be positive, got %d", byteSize)
+		}
+		o.cacheBytes = byteSize
+		return nil
+	})
+}
 
 // Option configures a [Server] in [New]. Options are sealed: only this
 // package defines them.
@@ -226,6 +244,18 @@ func WithDrainPeriod(d time.Duration) Option {
 			return fmt.Errorf("WithDrainPeriod: negative period %v", d)
 		}
 		o.drainPeriod = d
+		return nil
+	})
+}
+
+// WithObserver installs o to receive a record of every finished request.
+// Several observers may be installed; each sees every request.
+func WithObserver(o Observer) Option {
+	return optionFunc(func(opts *options) error {
+		if o == nil {
+			return errors.New("WithObserver: nil observer")
+		}
+		opts.observers = append(opts.observers, o)
 		return nil
 	})
 }

@@ -1,3 +1,6 @@
+// sequence.go is sequence batching: correlation IDs, control and state
+// tensors, around the scheduling of batcher.Sequence.
+
 package triton
 
 import (

@@ -1,3 +1,6 @@
+// signature.go is a version's compiled input/output contract: the checks
+// of requests and of what backends produce.
+
 package triton
 
 import (

@@ -1,10 +1,12 @@
+// version.go is one loaded model version: its gate, its schedulers, and how
+// it retires and closes.
+
 package triton
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -13,7 +15,6 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/batcher"
 	"github.com/triton-go/triton/modelconfig"
-	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/responsecache"
 	"github.com/triton-go/triton/tensor"
 )
@@ -80,31 +81,6 @@ type version struct {
 	closeErr  error // set inside closeOnce
 }
 
-// slot is one backend instance. Only the request holding it (taken from
-// idle) calls Execute or replaces inst; readiness checks read inst from any
-// goroutine, hence the lock around the field.
-type slot struct {
-	spec    backend.InstanceSpec
-	passive bool
-	limit   *ratelimit.Client // nil: not rate limited
-
-	mu sync.Mutex
-	// mu protects the following.
-	inst backend.Instance // nil once closed
-}
-
-func (s *slot) instance() backend.Instance {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inst
-}
-
-func (s *slot) setInstance(inst backend.Instance) {
-	s.mu.Lock()
-	s.inst = inst
-	s.mu.Unlock()
-}
-
 // call holds what one request needs on its way through Execute, recycled
 // through its version's pool so that the request path does not allocate it.
 // The pool is the version's, not the process's: a call's wake channel
@@ -158,120 +134,6 @@ func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backend
 		stats:   newCounters(int64(cfg.GetMaxBatchSize())),
 		calls:   sync.Pool{New: newCall},
 	}
-}
-
-// start makes the active instances available to requests.
-func (v *version) start() {
-	v.idle = make(chan *slot, len(v.pool))
-	for _, s := range v.pool {
-		if !s.passive {
-			v.live.Add(1)
-			v.idle <- s
-		}
-	}
-}
-
-// taken is a free instance and whether the request had to wait for it.
-type taken struct {
-	slot   *slot
-	waited bool
-}
-
-// take waits for a free instance. It fails when ctx ends or the version
-// stops first. A request that has to wait counts as pending meanwhile.
-func (v *version) take(ctx context.Context, c *counters) (taken, error) {
-	if v.shared {
-		return taken{slot: v.pool[0]}, nil
-	}
-	select {
-	case s := <-v.idle:
-		return taken{slot: s}, nil
-	default:
-	}
-	c.pending.Add(1)
-	defer c.pending.Add(-1)
-	select {
-	case s := <-v.idle:
-		return taken{slot: s, waited: true}, nil
-	case <-ctx.Done():
-		return taken{}, ctx.Err()
-	case <-v.stop:
-		return taken{}, *v.aborted.Load()
-	}
-}
-
-// put returns an instance after an execution. An instance that panicked
-// is replaced first; one that cannot be replaced is gone, and when the last
-// one goes the version stops.
-func (v *version) put(s *slot, healthy bool) {
-	if v.shared {
-		return // a shared instance keeps no state a panic could have broken
-	}
-	if healthy || v.restart(s) {
-		if v.dyn != nil {
-			v.dyn.Release(s) // may start the next batch on this goroutine
-			return
-		}
-		v.idle <- s
-		return
-	}
-	if v.live.Add(-1) == 0 {
-		v.log.Error("no instance left; the model version is no longer ready")
-		v.abort(fmt.Errorf("model '%s' version %d has no working instance left", v.name, v.number))
-	}
-}
-
-// execute runs a batch on the instance and reports whether the instance is
-// still usable (it is not after a panic). A returned error fails every
-// request of the batch that has not failed on its own.
-func (v *version) execute(ctx context.Context, s *slot, b *backend.Batch) (healthy bool) {
-	if s.limit != nil {
-		// The rate limiter grants the instance its resources for this run.
-		if err := s.limit.Acquire(ctx); err != nil {
-			for _, r := range b.Requests {
-				r.Fail(err)
-			}
-			return true
-		}
-		defer s.limit.Release()
-	}
-	panicked, err := v.safeExecute(ctx, s, b)
-	if err != nil {
-		for _, r := range b.Requests {
-			r.Fail(err)
-		}
-	}
-	return !panicked
-}
-
-// safeExecute calls Execute, turning a panic into an error.
-func (v *version) safeExecute(ctx context.Context, s *slot, b *backend.Batch) (panicked bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked, err = true, fmt.Errorf("backend panic: %v", r)
-			v.log.Error("backend panicked during execute; recreating the instance",
-				zap.String("instance", s.spec.Name), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		}
-	}()
-	return false, s.inst.Execute(ctx, b)
-}
-
-// restart replaces an instance after a panic. It reports false when a new
-// instance could not be created.
-func (v *version) restart(s *slot) bool {
-	old := s.instance()
-	s.setInstance(nil)
-	if err := closeInstance(old); err != nil {
-		v.log.Warn("closing a panicked instance failed", zap.String("instance", s.spec.Name), zap.Error(err))
-	}
-	inst, err := newInstance(context.Background(), v.model, s.spec)
-	if err != nil {
-		v.log.Error("recreating the instance failed; it stays down", zap.String("instance", s.spec.Name), zap.Error(err))
-		return false
-	}
-	s.setInstance(inst)
-	v.log.Info("instance recreated", zap.String("instance", s.spec.Name))
-	return true
 }
 
 // abort stops the version taking work: no new requests, and the ones
@@ -347,57 +209,4 @@ func (v *version) close(cause error) error {
 		v.closeErr = errors.Join(errs...)
 	})
 	return v.closeErr
-}
-
-func closeInstance(inst backend.Instance) error {
-	if inst == nil {
-		return nil
-	}
-	return safeClose(inst.Close)
-}
-
-// safeClose calls a backend's Close, turning a panic into an error.
-func safeClose(f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("backend panic in Close: %v", r)
-		}
-	}()
-	return f()
-}
-
-// newInstance creates and warms one instance, turning panics into errors.
-func newInstance(ctx context.Context, m backend.Model, spec backend.InstanceSpec) (inst backend.Instance, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("backend panic creating instance %s: %v", spec.Name, r)
-			if inst != nil {
-				_ = closeInstance(inst)
-				inst = nil
-			}
-		}
-	}()
-	inst, err = m.NewInstance(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("creating instance %s: %w", spec.Name, err)
-	}
-	if inst == nil {
-		return nil, fmt.Errorf("creating instance %s: backend returned no instance", spec.Name)
-	}
-	if err := backend.Warmup(ctx, inst); err != nil {
-		_ = closeInstance(inst)
-		return nil, fmt.Errorf("warming up instance %s: %w", spec.Name, err)
-	}
-	return inst, nil
-}
-
-// activeInstances counts the instances that take requests.
-func (v *version) activeInstances() int {
-	n := 0
-	for _, s := range v.pool {
-		if !s.passive {
-			n++
-		}
-	}
-	return n
 }

@@ -1,3 +1,7 @@
+// control.go is model control: Load, Unload and Index (Triton's model
+// repository extension), the startup load and the poller of the
+// repositories (--model-control-mode none, poll and explicit).
+
 package triton
 
 import (
@@ -6,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -135,34 +138,6 @@ func (s *Server) lock(model string) func() {
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	return mu.Unlock
-}
-
-// update publishes a new table in which the entry of name is what f makes
-// of the current one (nil: none; a nil result removes it).
-func (s *Server) update(name string, f func(old *modelEntry) *modelEntry) {
-	s.tableMu.Lock()
-	defer s.tableMu.Unlock()
-	old := s.table.Load()
-	t := &modelTable{models: maps.Clone(old.models)}
-	if e := f(old.models[name]); e != nil {
-		t.models[name] = e
-	} else {
-		delete(t.models, name)
-	}
-	s.table.Store(t)
-}
-
-// withState publishes name's entry in state st, keeping the rest.
-func (s *Server) withState(name string, st entryState) {
-	s.update(name, func(old *modelEntry) *modelEntry {
-		e := &modelEntry{name: name}
-		if old != nil {
-			c := *old
-			e = &c
-		}
-		e.state = st
-		return e
-	})
 }
 
 // source resolves a model name (and a load's overrides) to where it loads

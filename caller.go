@@ -1,3 +1,6 @@
+// caller.go is the backend.Caller every model gets: requests from Go
+// backends to other models (BLS), with call-cycle detection.
+
 package triton
 
 import (

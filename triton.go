@@ -1,0 +1,231 @@
+// triton.go is the entry to the package: Server, New, Close and Shutdown.
+//
+// Where the rest lives:
+//
+//   - options.go: every option of New.
+//   - infer.go: Infer, the request path from validation to response;
+//     model.go: the Model handle.
+//   - table.go: the published table of models, which requests read
+//     without locks, and how a request enters its model version.
+//   - control.go: model control — Load, Unload, Index, the startup load
+//     and the repository poller; build.go: building a model version.
+//   - version.go: a loaded version and its retirement; instances.go: its
+//     instance pool (take, execute, restart after a panic).
+//   - batching.go: the dynamic batcher's hand-off to the batch's first
+//     request; sequence.go: the sequence batcher's control and state
+//     tensors around batcher.Sequence.
+//   - cache.go (response cache), ensembles.go, caller.go (BLS),
+//     labels.go, signature.go (the input/output contract).
+//   - metadata.go: metadata, configs and readiness of models; stats.go:
+//     the statistics API; counters.go: the hot-path counters behind it.
+//   - errors.go: Error, Code and CodeOf; gate.go: admission and drain.
+
+package triton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/responsecache"
+)
+
+// Name and Version are what [Server.Metadata] reports. Name is Triton's, so
+// clients that check it keep working.
+const (
+	Name    = "triton"
+	Version = "0.1.0"
+)
+
+// Server hosts a model repository in-process. Its methods are safe for
+// concurrent use by any number of goroutines.
+//
+// A Server is created by [New], which loads the models, and ends with
+// [Server.Shutdown] (graceful) or [Server.Close] (immediate). A closed server
+// cannot be reused.
+type Server struct {
+	opts    options
+	log     *zap.Logger
+	limiter *ratelimit.Limiter   // nil: rate limiting off
+	cache   *responsecache.Cache // nil: no response cache
+
+	table    atomic.Pointer[modelTable]
+	tableMu  sync.Mutex  // serialises changes to table (readers need no lock)
+	locks    sync.Map    // model name → *sync.Mutex: one lifecycle operation per model at a time
+	closing  atomic.Bool // no new requests
+	draining atomic.Bool // shutting down: not ready, still serving
+
+	// ctx ends when the server closes; loads and the poller watch it. ops
+	// counts lifecycle operations in progress, bg the goroutines the server
+	// owns (the poller, versions retiring after a reload); Close waits for
+	// both.
+	ctx    context.Context
+	cancel context.CancelFunc
+	ops    sync.WaitGroup
+	bg     sync.WaitGroup
+
+	once    sync.Once
+	closeMu sync.Mutex
+	// closeMu protects the following.
+	closeErr error
+}
+
+// New creates a server and loads the models of its repositories. With
+// exit-on-error on (the default) any model failing to load makes New fail;
+// otherwise the failures are reported by [Server.Index] and the server
+// starts with the models that loaded.
+func New(opts ...Option) (*Server, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt.apply(&o); err != nil {
+			return nil, &Error{Code: InvalidArgument, Err: err}
+		}
+	}
+	if len(o.roots) == 0 {
+		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
+	}
+	s := &Server{opts: o, log: o.logger}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.cacheBytes > 0 {
+		s.cache = responsecache.New(o.cacheBytes)
+	}
+	if o.rateLimit != nil {
+		l, err := ratelimit.New(*o.rateLimit)
+		if err != nil {
+			return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("WithRateLimiter: %w", err)}
+		}
+		s.limiter = l
+	}
+	s.table.Store(&modelTable{models: map[string]*modelEntry{}})
+	if err := s.loadStartupModels(s.ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if o.control.Mode == ControlPoll {
+		s.bg.Go(s.poll)
+	}
+	return s, nil
+}
+
+// NewFromDir is New(WithModelRepository(dir)) plus opts.
+func NewFromDir(dir string, opts ...Option) (*Server, error) {
+	return New(append([]Option{WithModelRepository(dir)}, opts...)...)
+}
+
+// Live reports whether the server is up: true from the return of [New] until
+// [Server.Shutdown] or [Server.Close] begins.
+func (s *Server) Live() bool { return !s.closing.Load() }
+
+// Ready reports whether the server takes inference requests. With strict
+// readiness (the default) every model the server was asked to load must have
+// all its versions ready; otherwise a live server is ready.
+func (s *Server) Ready(ctx context.Context) bool {
+	if s.closing.Load() || s.draining.Load() {
+		return false
+	}
+	if !s.opts.strictReadiness {
+		return true
+	}
+	for _, e := range s.table.Load().models {
+		if e.state == stateUnloaded {
+			continue // unloaded on purpose: not expected to be ready
+		}
+		if e.state != stateServing || len(e.failures) > 0 || len(e.versions) == 0 {
+			return false
+		}
+		for _, v := range e.versions {
+			if !v.ready(ctx) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Shutdown stops the server gracefully. First the server reports not
+// ready while it keeps serving for the drain period ([WithDrainPeriod]), so
+// that load balancers stop sending it traffic; then new requests are
+// refused with Unavailable ([ErrServerClosed]) while every admitted request
+// runs to its end; then lifecycle operations are cancelled and instances,
+// models and backends are closed. If ctx ends first, Shutdown returns
+// ctx.Err() and the server keeps draining; call [Server.Close] to stop it at
+// once. Shutdown may be called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.draining.Swap(true) && s.opts.drainPeriod > 0 {
+		t := time.NewTimer(s.opts.drainPeriod)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	s.closing.Store(true)
+	t := s.table.Load()
+	for _, e := range t.models {
+		for _, v := range e.versions {
+			v.gate.close()
+		}
+	}
+	for _, e := range t.models {
+		for _, v := range e.versions {
+			select {
+			case <-v.gate.drained:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return s.Close()
+}
+
+// Close stops the server now: lifecycle operations and the poller are
+// cancelled, queued requests are answered with Unavailable
+// ([ErrServerClosed]), executions already running are waited for (backends
+// see their request's context, not this call), then every instance and
+// model is closed. It returns the errors of closing them. Close may be
+// called more than once; later calls return the same result.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.closing.Store(true)
+		s.cancel()
+		s.ops.Wait() // loads see s.ctx end and clean up after themselves
+		s.bg.Wait()  // the poller and versions retiring after reloads
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			errs []error
+		)
+		for _, e := range s.table.Load().models {
+			for _, v := range e.versions {
+				wg.Go(func() {
+					if err := v.close(ErrServerClosed); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("model '%s' version %d: %w", v.name, v.number, err))
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if s.limiter != nil {
+			s.limiter.Close()
+		}
+		s.closeMu.Lock()
+		s.closeErr = errors.Join(errs...)
+		s.closeMu.Unlock()
+		s.log.Info("server closed")
+	})
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closeErr
+}
