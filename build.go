@@ -131,6 +131,18 @@ func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (stri
 	return name, b, nil
 }
 
+// backendFor returns the backend named name: the server's own first, then
+// the process-wide registry.
+func (s *Server) backendFor(name string) (backend.Backend, bool) {
+	if name == ensembleBackend {
+		return ensemble.Backend{}, true
+	}
+	if b, ok := s.opts.backends[name]; ok {
+		return b, true
+	}
+	return backend.Lookup(name)
+}
+
 // loadVersion builds one version completely (config completed and
 // validated, model loaded, every instance created and warmed) and starts its
 // instances. On failure it releases whatever it had created.
@@ -257,18 +269,6 @@ func (s *Server) limit(model string, sl *slot, g *modelconfig.ModelInstanceGroup
 	}
 	sl.limit = c
 	return nil
-}
-
-// backendFor returns the backend named name: the server's own first, then
-// the process-wide registry.
-func (s *Server) backendFor(name string) (backend.Backend, bool) {
-	if name == ensembleBackend {
-		return ensemble.Backend{}, true
-	}
-	if b, ok := s.opts.backends[name]; ok {
-		return b, true
-	}
-	return backend.Lookup(name)
 }
 
 // warm runs the config's model_warmup samples on every instance, before the

@@ -15,6 +15,23 @@ import (
 	"github.com/triton-go/triton/ratelimit"
 )
 
+// Who runs Execute. A request runs its batch on its own goroutine: it
+// takes a free instance from idle, calls Execute, and puts the instance
+// back. Holding an instance taken from idle is what makes the "never
+// concurrent Execute on one instance" promise, with no lock around
+// Execute; whichever request is
+// first in line gets the first instance to come free (a channel serves its
+// receivers in order), and instances run in parallel.
+//
+// The design we started from gave every instance its own worker goroutine
+// fed by a queue. It measured the same on instant backends (1.1 µs per
+// request) but cost 12 µs more per request when Execute spends a while
+// inside cgo (ONNX Runtime): the hand-back wakes a parked thread on the
+// critical path. Running on the caller's goroutine also removes the
+// abandoned-call bookkeeping a queue needs: a request whose ctx ends while
+// it waits for an instance simply stops waiting. Backends that need thread
+// affinity (a CUDA context) must make their context current in Execute.
+
 // slot is one backend instance. Only the request holding it (taken from
 // idle) calls Execute or replaces inst; readiness checks read inst from any
 // goroutine, hence the lock around the field.

@@ -13,47 +13,6 @@ import (
 	"github.com/triton-go/triton/modelconfig"
 )
 
-// ModelSummary holds what an adapter checks on every request to a loaded
-// model version. Getting one does not allocate.
-type ModelSummary struct {
-	Version      int64 // the version number a request with this version would use
-	MaxBatchSize int32 // 0: the model does not batch
-	Decoupled    bool  // model_transaction_policy.decoupled: the model may answer with any number of responses
-}
-
-// ModelSummary returns a loaded model version's summary; version 0 means
-// the version a request without a version would use.
-func (s *Server) ModelSummary(model string, ver int64) (ModelSummary, error) {
-	v, _, err := s.find(model, ver)
-	if err != nil {
-		return ModelSummary{}, err
-	}
-	return ModelSummary{
-		Version:      v.number,
-		MaxBatchSize: v.cfg.GetMaxBatchSize(),
-		Decoupled:    v.cfg.GetModelTransactionPolicy().GetDecoupled(),
-	}, nil
-}
-
-// ModelReady reports whether a model version is ready for inference.
-// Version 0 asks about the version a request without a version would use
-// (the highest-numbered ready one).
-func (s *Server) ModelReady(ctx context.Context, model string, ver int64) bool {
-	if s.closing.Load() {
-		return false
-	}
-	e := s.table.Load().models[model]
-	if e == nil || e.state == stateUnloading {
-		return false
-	}
-	for _, v := range e.versions {
-		if (ver == 0 || v.number == ver) && v.ready(ctx) {
-			return true
-		}
-	}
-	return false
-}
-
 // ServerMetadata describes the server, as KServe's server metadata does.
 type ServerMetadata struct {
 	Name       string
@@ -122,4 +81,45 @@ func (s *Server) ModelConfig(model string, ver int64) (*modelconfig.ModelConfig,
 		return nil, err
 	}
 	return proto.CloneOf(v.cfg), nil
+}
+
+// ModelSummary holds what an adapter checks on every request to a loaded
+// model version. Getting one does not allocate.
+type ModelSummary struct {
+	Version      int64 // the version number a request with this version would use
+	MaxBatchSize int32 // 0: the model does not batch
+	Decoupled    bool  // model_transaction_policy.decoupled: the model may answer with any number of responses
+}
+
+// ModelSummary returns a loaded model version's summary; version 0 means
+// the version a request without a version would use.
+func (s *Server) ModelSummary(model string, ver int64) (ModelSummary, error) {
+	v, _, err := s.find(model, ver)
+	if err != nil {
+		return ModelSummary{}, err
+	}
+	return ModelSummary{
+		Version:      v.number,
+		MaxBatchSize: v.cfg.GetMaxBatchSize(),
+		Decoupled:    v.cfg.GetModelTransactionPolicy().GetDecoupled(),
+	}, nil
+}
+
+// ModelReady reports whether a model version is ready for inference.
+// Version 0 asks about the version a request without a version would use
+// (the highest-numbered ready one).
+func (s *Server) ModelReady(ctx context.Context, model string, ver int64) bool {
+	if s.closing.Load() {
+		return false
+	}
+	e := s.table.Load().models[model]
+	if e == nil || e.state == stateUnloading {
+		return false
+	}
+	for _, v := range e.versions {
+		if (ver == 0 || v.number == ver) && v.ready(ctx) {
+			return true
+		}
+	}
+	return false
 }

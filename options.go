@@ -15,22 +15,6 @@ import (
 	"github.com/triton-go/triton/repository"
 )
 
-// WithResponseCache gives the server a response cache of byteSize bytes
-// (Triton's --response-cache-byte-size), used by models whose config has
-// response_cache { enable: true }. Answers are keyed by model, version and
-// every input's name, datatype, shape and bytes, compared in full on a hit
-// (a hash collision never returns a wrong answer), evicted least recently
-// used first; concurrent identical requests run once and share the answer.
-func WithResponseCache(byteSize int64) Option {
-	return optionFunc(func(o *options) error {
-		if byteSize <= 0 {
-			return fmt.Errorf("WithResponseCache: size must be positive, got %d", byteSize)
-		}
-		o.cacheBytes = byteSize
-		return nil
-	})
-}
-
 // Option configures a [Server] in [New]. Options are sealed: only this
 // package defines them.
 type Option interface {
@@ -244,6 +228,22 @@ func WithDrainPeriod(d time.Duration) Option {
 			return fmt.Errorf("WithDrainPeriod: negative period %v", d)
 		}
 		o.drainPeriod = d
+		return nil
+	})
+}
+
+// WithResponseCache gives the server a response cache of byteSize bytes
+// (Triton's --response-cache-byte-size), used by models whose config has
+// response_cache { enable: true }. Answers are keyed by model, version and
+// every input's name, datatype, shape and bytes, compared in full on a hit
+// (a hash collision never returns a wrong answer), evicted least recently
+// used first; concurrent identical requests run once and share the answer.
+func WithResponseCache(byteSize int64) Option {
+	return optionFunc(func(o *options) error {
+		if byteSize <= 0 {
+			return fmt.Errorf("WithResponseCache: size must be positive, got %d", byteSize)
+		}
+		o.cacheBytes = byteSize
 		return nil
 	})
 }

@@ -9,34 +9,6 @@ import (
 	"maps"
 )
 
-// update publishes a new table in which the entry of name is what f makes
-// of the current one (nil: none; a nil result removes it).
-func (s *Server) update(name string, f func(old *modelEntry) *modelEntry) {
-	s.tableMu.Lock()
-	defer s.tableMu.Unlock()
-	old := s.table.Load()
-	t := &modelTable{models: maps.Clone(old.models)}
-	if e := f(old.models[name]); e != nil {
-		t.models[name] = e
-	} else {
-		delete(t.models, name)
-	}
-	s.table.Store(t)
-}
-
-// withState publishes name's entry in state st, keeping the rest.
-func (s *Server) withState(name string, st entryState) {
-	s.update(name, func(old *modelEntry) *modelEntry {
-		e := &modelEntry{name: name}
-		if old != nil {
-			c := *old
-			e = &c
-		}
-		e.state = st
-		return e
-	})
-}
-
 // modelTable is an immutable snapshot of the models the server knows.
 // Requests read it without locks; changes publish a new table.
 type modelTable struct {
@@ -75,6 +47,34 @@ const (
 type loadFailure struct {
 	version int64
 	err     error
+}
+
+// update publishes a new table in which the entry of name is what f makes
+// of the current one (nil: none; a nil result removes it).
+func (s *Server) update(name string, f func(old *modelEntry) *modelEntry) {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	old := s.table.Load()
+	t := &modelTable{models: maps.Clone(old.models)}
+	if e := f(old.models[name]); e != nil {
+		t.models[name] = e
+	} else {
+		delete(t.models, name)
+	}
+	s.table.Store(t)
+}
+
+// withState publishes name's entry in state st, keeping the rest.
+func (s *Server) withState(name string, st entryState) {
+	s.update(name, func(old *modelEntry) *modelEntry {
+		e := &modelEntry{name: name}
+		if old != nil {
+			c := *old
+			e = &c
+		}
+		e.state = st
+		return e
+	})
 }
 
 // acquire finds the version a request goes to and admits the request into

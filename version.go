@@ -19,28 +19,8 @@ import (
 	"github.com/triton-go/triton/tensor"
 )
 
-// version is one loaded model version: the backend model, its instances and
-// the gate that admits requests.
-//
-// # Who runs Execute
-//
-// A request runs its batch on its own goroutine: it takes a free instance
-// from idle, calls Execute, and puts the instance back. Holding an instance
-// taken from idle is what makes the "never concurrent Execute on one
-// instance" promise, with no lock around Execute; whichever request is
-// first in line gets the first instance to come free (a channel serves its
-// receivers in order), and instances run in parallel.
-//
-// The design we started from gave every instance its own worker goroutine
-// fed by a queue. It measured the same on instant backends (1.1 µs per
-// request) but cost 12 µs more per request when Execute spends a while
-// inside cgo (ONNX Runtime): the hand-back wakes a parked thread on the
-// critical path. Running on the caller's goroutine also removes the
-// abandoned-call bookkeeping a queue needs: a request whose ctx ends while
-// it waits for an instance simply stops waiting. Backends that need thread
-// affinity (a CUDA context) must make their context current in Execute.
-//
-// # Lifecycle
+// version is one loaded model version: the backend model, its instance
+// pool (instances.go), its schedulers and the gate that admits requests.
 //
 // The version serves while its gate is open. Retiring closes the gate (new
 // requests fail with Unavailable) and waits until every admitted request has
