@@ -5,6 +5,7 @@ package triton
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -92,6 +93,9 @@ func (v *version) startBatcher() error {
 		Compatible: func(a, b *call) bool { return v.sig.compatible(a.req.Inputs, b.req.Inputs) },
 		Expired:    func(c *call) error { return c.ctx.Err() },
 		Drop: func(c *call, err error) {
+			if cause := v.stopped(); cause != nil && errors.Is(err, batcher.ErrClosed) {
+				err = cause // why the version stopped: the server closed, no instance left
+			}
 			v.stats.pending.Add(-1)
 			c.req.Fail(err)
 			v.release(c)

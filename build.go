@@ -25,14 +25,14 @@ import (
 // buildModel reads, checks and loads every version of one model that its
 // version policy selects, without publishing anything. It never fails as a
 // whole: failures are recorded in the result, per version where they
-// concern one.
+// concern one, for the caller to return or, where it returns nothing (the
+// poller, a startup that goes on without failed models), to log.
 func (s *Server) buildModel(ctx context.Context, src source, known func(string) bool) *modelEntry {
 	md := src.dir
 	e := &modelEntry{name: md.Name, fingerprint: src.fingerprint, override: src.override != nil}
 	log := s.log.With(zap.String("model", md.Name))
 	fail := func(ver int64, code Code, err error) {
 		err = &Error{Code: code, Model: md.Name, Version: ver, Err: fmt.Errorf("failed to load '%s': %w", md.Name, err)}
-		log.Error("model failed to load", zap.Int64("version", ver), zap.Error(err))
 		e.failures = append(e.failures, loadFailure{version: ver, err: err})
 	}
 
@@ -174,7 +174,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	if m == nil {
 		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
 	}
-	v := newVersion(md.Name, n, cfg, name, m, log)
+	v := newVersion(s.ctx, md.Name, n, cfg, name, m, log)
 	if err := v.sig.compileLayouts(cfg); err != nil {
 		_ = v.close(ErrServerClosed)
 		return nil, withCode(InvalidArgument, err)

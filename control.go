@@ -252,26 +252,44 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 	s.update(name, func(e *modelEntry) *modelEntry {
 		if e != nil {
 			old = e.versions
+			s.markRetiring(old)
 		}
 		return built
 	})
 	s.purge(name) // answers of the model as it was must not outlive it
-	s.retire(old)
+	s.retire(old, true)
 	if len(old) > 0 {
 		s.log.Info("model reloaded", zap.String("model", name), zap.Int("versions", len(built.versions)))
 	}
 	return errors.Join(errs...)
 }
 
-// retire drains and closes versions that no longer serve, in the
-// background (in-flight requests finish first).
-func (s *Server) retire(vs []*version) {
+// markRetiring records versions that no longer serve as retiring, so that
+// Shutdown waits for their requests too. It is called inside the table
+// update that takes them out: at every moment a version is in the table,
+// retiring, or closed.
+func (s *Server) markRetiring(vs []*version) {
 	for _, v := range vs {
-		s.bg.Go(func() {
-			if err := v.retire(context.Background()); err != nil {
+		s.retiring.Store(v, struct{}{})
+	}
+}
+
+// retire drains and closes retiring versions: their admitted requests run
+// to their end, unless the server closes first (see Server.Close). It
+// returns at once when background is set, otherwise once they are closed.
+func (s *Server) retire(vs []*version, background bool) {
+	for _, v := range vs {
+		run := func() {
+			defer s.retiring.Delete(v)
+			if err := v.retire(s.ctx); err != nil {
 				v.log.Warn("closing a retired version", zap.Error(err))
 			}
-		})
+		}
+		if background {
+			s.bg.Go(run)
+		} else {
+			run()
+		}
 	}
 }
 
@@ -286,14 +304,11 @@ func (s *Server) unloadLocked(name string) {
 			e = &c
 			e.state = stateUnloading
 			vs = old.versions
+			s.markRetiring(vs)
 		}
 		return e
 	})
-	for _, v := range vs {
-		if err := v.retire(context.Background()); err != nil {
-			v.log.Warn("closing an unloaded version", zap.Error(err))
-		}
-	}
+	s.retire(vs, false)
 	s.update(name, func(*modelEntry) *modelEntry { return &modelEntry{name: name, state: stateUnloaded} })
 	s.purge(name)
 	s.log.Info("model unloaded", zap.String("model", name))
@@ -338,6 +353,11 @@ func (s *Server) loadStartupModels(ctx context.Context) error {
 	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil && s.opts.exitOnError {
 		return err
+	}
+	for i, err := range errs {
+		if err != nil { // not returned: the server starts without them
+			s.log.Error("model failed to load", zap.String("model", names[i]), zap.Error(err))
+		}
 	}
 	return nil
 }

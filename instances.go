@@ -92,8 +92,8 @@ func (v *version) take(ctx context.Context, c *counters) (taken, error) {
 		return taken{slot: s, waited: true}, nil
 	case <-ctx.Done():
 		return taken{}, ctx.Err()
-	case <-v.stop:
-		return taken{}, *v.aborted.Load()
+	case <-v.ctx.Done():
+		return taken{}, v.stopped()
 	}
 }
 
@@ -161,7 +161,7 @@ func (v *version) restart(s *slot) bool {
 	if err := closeInstance(old); err != nil {
 		v.log.Warn("closing a panicked instance failed", zap.String("instance", s.spec.Name), zap.Error(err))
 	}
-	inst, err := newInstance(context.Background(), v.model, s.spec)
+	inst, err := newInstance(v.ctx, v.model, s.spec)
 	if err != nil {
 		v.log.Error("recreating the instance failed; it stays down", zap.String("instance", s.spec.Name), zap.Error(err))
 		return false

@@ -629,3 +629,89 @@ func (p *perInstance) NewInstance(_ context.Context, s backend.InstanceSpec) (ba
 	return backend.Func(func(_ context.Context, b *backend.Batch) error { return p.exec(s.Name, b) }), nil
 }
 func (p *perInstance) Close() error { return nil }
+
+// TestCloseRetiringVersion: requests queued in a version retiring after a
+// reload drain gracefully under Shutdown, and are answered at once with
+// Unavailable under Close, which still waits for the execution running.
+func TestCloseRetiringVersion(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		batching string // the model's dynamic_batching, or none
+		shutdown bool
+	}{
+		{"close, waiting for the instance", "", false},
+		{"close, queued in the batcher", "dynamic_batching { }", false},
+		{"shutdown, waiting for the instance", "", true},
+		{"shutdown, queued in the batcher", "dynamic_batching { }", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testCloseRetiringVersion(t, c.batching, c.shutdown) })
+		})
+	}
+}
+
+func testCloseRetiringVersion(t *testing.T, batching string, shutdown bool) {
+	g := newGated(true)
+	srv, err := triton.New(append(explicit(triton.WithBackend("gated", g), triton.WithStartupModels("m")),
+		triton.WithRepository(mapFS(batchingModel(1, batching))))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One request runs (held by the backend), two queue behind it.
+	first := occupy(t, srv, g)
+	queued := []chan result{goInfer(srv, context.Background(), rowsRequest(t, "a", 1, 2, 10)), goInfer(srv, context.Background(), rowsRequest(t, "b", 1, 2, 20))}
+	synctest.Wait()
+	// A reload publishes a new version; the old one retires with them.
+	override := `{"backend": "gated", "max_batch_size": 8, "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [-1]}], "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [-1]}]}`
+	if err := srv.Load(context.Background(), "m", &triton.LoadOptions{Config: override}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		if shutdown {
+			stopped <- srv.Shutdown(context.Background())
+		} else {
+			stopped <- srv.Close()
+		}
+	}()
+	synctest.Wait()
+	if len(stopped) > 0 {
+		t.Fatal("the server stopped while a request was running")
+	}
+	if shutdown {
+		for _, ch := range queued {
+			if len(ch) > 0 {
+				t.Fatalf("Shutdown answered a queued request of the retiring version: %v", (<-ch).err)
+			}
+		}
+		for range 2 {
+			g.release <- struct{}{} // the first request, then the queued ones
+		}
+		if !strings.Contains(batching, "dynamic") {
+			g.release <- struct{}{} // one at a time without a batcher
+		}
+	} else {
+		for _, ch := range queued {
+			select {
+			case r := <-ch:
+				wantError(t, r.err, triton.Unavailable, "server closed")
+			default:
+				t.Fatal("Close left a request queued in the retiring version waiting")
+			}
+		}
+		g.release <- struct{}{}
+	}
+	if r := <-first; r.err != nil {
+		t.Fatalf("the running request: %v", r.err)
+	}
+	if shutdown {
+		for _, ch := range queued {
+			if r := <-ch; r.err != nil {
+				t.Fatalf("a request drained by Shutdown: %v", r.err)
+			}
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -383,8 +383,8 @@ func (s *sequencer) admitError(req *InferRequest, k seqKey, err error) error {
 	case errors.Is(err, batcher.ErrNoRoom):
 		return v.errorf(req, Unavailable, fmt.Errorf("model '%s' has %d live sequences, its capacity; sequence %s cannot start now", v.name, s.sched.Capacity(), k))
 	case errors.Is(err, batcher.ErrClosed):
-		if cause := v.aborted.Load(); cause != nil {
-			err = *cause
+		if cause := v.stopped(); cause != nil {
+			err = cause
 		}
 	}
 	// A START that waited for room until its ctx ended or the version

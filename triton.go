@@ -66,9 +66,12 @@ type Server struct {
 	// owns (the poller, versions retiring after a reload); Close waits for
 	// both.
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	ops    sync.WaitGroup
 	bg     sync.WaitGroup
+	// retiring holds the versions draining after a reload or an unload
+	// (*version → struct{}), which no table lists any more.
+	retiring sync.Map
 
 	once    sync.Once
 	closeMu sync.Mutex
@@ -94,7 +97,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
 	}
 	s := &Server{opts: o, log: o.logger}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if o.cacheBytes > 0 {
 		s.cache = responsecache.New(o.cacheBytes)
 	}
@@ -155,10 +158,11 @@ func (s *Server) Ready(ctx context.Context) bool {
 // ready while it keeps serving for the drain period ([WithDrainPeriod]), so
 // that load balancers stop sending it traffic; then new requests are
 // refused with Unavailable ([ErrServerClosed]) while every admitted request
-// runs to its end; then lifecycle operations are cancelled and instances,
-// models and backends are closed. If ctx ends first, Shutdown returns
-// ctx.Err() and the server keeps draining; call [Server.Close] to stop it at
-// once. Shutdown may be called more than once.
+// runs to its end, in the serving versions and in those still retiring
+// after a reload or an unload; then lifecycle operations are cancelled and
+// instances, models and backends are closed. If ctx ends first, Shutdown
+// returns ctx.Err() and the server keeps draining; call [Server.Close] to
+// stop it at once. Shutdown may be called more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.draining.Swap(true) && s.opts.drainPeriod > 0 {
 		t := time.NewTimer(s.opts.drainPeriod)
@@ -170,36 +174,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.closing.Store(true)
-	t := s.table.Load()
-	for _, e := range t.models {
+	var vs []*version
+	for _, e := range s.table.Load().models {
 		for _, v := range e.versions {
 			v.gate.close()
+			vs = append(vs, v)
 		}
 	}
-	for _, e := range t.models {
-		for _, v := range e.versions {
-			select {
-			case <-v.gate.drained:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+	s.retiring.Range(func(v, _ any) bool {
+		vs = append(vs, v.(*version)) // its gate is closed already
+		return true
+	})
+	for _, v := range vs {
+		select {
+		case <-v.gate.drained:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return s.Close()
 }
 
-// Close stops the server now: lifecycle operations and the poller are
-// cancelled, queued requests are answered with Unavailable
-// ([ErrServerClosed]), executions already running are waited for (backends
-// see their request's context, not this call), then every instance and
-// model is closed. It returns the errors of closing them. Close may be
+// Close stops the server now. Lifecycle operations and the poller are
+// cancelled. Requests that have not begun executing are answered with
+// Unavailable ([ErrServerClosed]): those waiting for an instance, those
+// queued in a dynamic batcher, STARTs waiting for room for a sequence and
+// the requests of sequences waiting behind them, in every version: the
+// serving ones, and those still retiring after a reload or an unload, whose
+// graceful drain Close cuts short. Executions already running are waited
+// for (backends see their request's context, not this call); then every
+// instance and model is closed. Close returns the errors of closing the
+// serving versions (those of retiring versions are logged). It may be
 // called more than once; later calls return the same result.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.closing.Store(true)
-		s.cancel()
+		s.cancel(ErrServerClosed)
 		s.ops.Wait() // loads see s.ctx end and clean up after themselves
-		s.bg.Wait()  // the poller and versions retiring after reloads
+		s.bg.Wait()  // the poller, and versions retiring (they see s.ctx end and close)
 		var (
 			wg   sync.WaitGroup
 			mu   sync.Mutex

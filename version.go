@@ -36,12 +36,17 @@ type version struct {
 	model   backend.Model
 	log     *zap.Logger
 
-	gate    *gate
-	idle    chan *slot    // free instances; capacity = active instances, so putting one back never blocks
-	stop    chan struct{} // closed by abort: waiting requests give up
-	aborted atomic.Pointer[error]
-	live    atomic.Int32 // active instances still usable
-	pool    []*slot      // every instance, including passive ones
+	gate *gate
+	idle chan *slot   // free instances; capacity = active instances, so putting one back never blocks
+	live atomic.Int32 // active instances still usable
+	pool []*slot      // every instance, including passive ones
+	// ctx is the version's lifetime, a child of the server's: abort ends
+	// it with its cause (the server's close ends it with
+	// ErrServerClosed). Requests waiting for an instance give up when it
+	// ends, and the version's own background work (recreating an instance
+	// after a panic) runs under it, so nothing it starts outlives it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	// shared: the version has one instance, safe for concurrent Execute
 	// calls, that every request uses without taking it (ensembles).
 	shared bool
@@ -56,7 +61,6 @@ type version struct {
 	cache     *responsecache.Cache // nil: the version does not cache
 	labels    map[string][]string  // output name → class labels (label_filename)
 
-	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error // set inside closeOnce
 }
@@ -100,8 +104,13 @@ func (v *version) putCall(c *call) {
 	v.calls.Put(c)
 }
 
-func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backendName string, m backend.Model, log *zap.Logger) *version {
+// newVersion makes a version whose lifetime ends at the latest with
+// parent's (the server's).
+func newVersion(parent context.Context, name string, number int64, cfg *modelconfig.ModelConfig, backendName string, m backend.Model, log *zap.Logger) *version {
+	ctx, cancel := context.WithCancelCause(parent)
 	return &version{
+		ctx:     ctx,
+		cancel:  cancel,
 		name:    name,
 		number:  number,
 		cfg:     cfg,
@@ -110,7 +119,6 @@ func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backend
 		model:   m,
 		log:     log,
 		gate:    newGate(),
-		stop:    make(chan struct{}),
 		stats:   newCounters(int64(cfg.GetMaxBatchSize())),
 		calls:   sync.Pool{New: newCall},
 	}
@@ -120,9 +128,8 @@ func newVersion(name string, number int64, cfg *modelconfig.ModelConfig, backend
 // waiting for an instance fail with cause. It may be called more than once;
 // the first cause wins.
 func (v *version) abort(cause error) {
-	v.aborted.CompareAndSwap(nil, &cause)
+	v.cancel(cause) // the first cause stays
 	v.gate.close()
-	v.stopOnce.Do(func() { close(v.stop) })
 	if v.dyn != nil {
 		v.dyn.Close() // queued requests are answered with batcher.ErrClosed
 	}
@@ -149,17 +156,22 @@ func (v *version) ready(ctx context.Context) bool {
 	return true
 }
 
-// retire closes the version gracefully: no new requests, wait until the
-// admitted ones have finished (or ctx ends), then close.
+// retire closes the version gracefully: no new requests; the admitted ones
+// run to their end; then it closes. When ctx ends first (the server is
+// closing), it closes at once instead: the requests still queued fail with
+// Unavailable, executions running are waited for.
 func (v *version) retire(ctx context.Context) error {
 	v.gate.close()
 	select {
 	case <-v.gate.drained:
 	case <-ctx.Done():
-		return ctx.Err()
 	}
 	return v.close(ErrServerClosed)
 }
+
+// stopped returns why the version stopped taking work (nil while it
+// serves).
+func (v *version) stopped() error { return context.Cause(v.ctx) }
 
 // close stops the version: waiting requests fail with cause, running
 // executions finish, then instances and the model are closed. It may be
