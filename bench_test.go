@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,22 +71,83 @@ func BenchmarkInferNoopParallel(b *testing.B) {
 	})
 }
 
-// TestInferAllocationBudget keeps the request path's allocations in check:
-// a regression fails here, not only on a dashboard.
+// BenchmarkModelInferNoop is BenchmarkInferNoop through a Model handle,
+// which skips the lookup of the model by name.
+func BenchmarkModelInferNoop(b *testing.B) {
+	srv, req := noopServer(b)
+	m := srv.Model("noop")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Infer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkModelHandlePaired compares Model.Infer with Server.Infer on the
+// no-op model in rounds that alternate which goes first, 20,000 requests
+// each per round, and reports the medians of the rounds' own figures
+// (handle/server below 1 means the handle is faster). Pairing inside one
+// round keeps the VM's drift out of the ratio.
+// Run: go test -run '^$' -bench ModelHandlePaired -benchtime 40x .
+func BenchmarkModelHandlePaired(b *testing.B) {
+	srv, req := noopServer(b)
+	m := srv.Model("noop")
+	ctx := context.Background()
+	const n = 20000
+	timeIt := func(infer func(context.Context, *triton.InferRequest) (*triton.InferResponse, error)) float64 {
+		start := time.Now()
+		for range n {
+			if _, err := infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start).Nanoseconds()) / n
+	}
+	var server, handle, ratio []float64
+	round := 0
+	for b.Loop() {
+		var s, h float64
+		if round%2 == 0 {
+			s, h = timeIt(srv.Infer), timeIt(m.Infer)
+		} else {
+			h, s = timeIt(m.Infer), timeIt(srv.Infer)
+		}
+		round++
+		server, handle, ratio = append(server, s), append(handle, h), append(ratio, h/s)
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	b.ReportMetric(median(server), "server-ns/req")
+	b.ReportMetric(median(handle), "handle-ns/req")
+	b.ReportMetric(median(ratio), "handle/server")
+}
+
+// TestInferAllocationBudget keeps the request path's allocations in check,
+// through Server.Infer and through a Model handle: a regression fails
+// here, not only on a dashboard.
 func TestInferAllocationBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation budget needs a warm pool")
 	}
 	srv, req := noopServer(t)
+	m := srv.Model("noop")
 	ctx := context.Background()
-	allocs := testing.AllocsPerRun(1000, func() {
-		if _, err := srv.Infer(ctx, req); err != nil {
-			t.Fatal(err)
+	for name, infer := range map[string]func(context.Context, *triton.InferRequest) (*triton.InferResponse, error){
+		"Server.Infer": srv.Infer, "Model.Infer": m.Infer,
+	} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			if _, err := infer(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		const budget = 4
+		if allocs > budget {
+			t.Errorf("%s allocates %.1f times per call, budget %d", name, allocs, budget)
 		}
-	})
-	const budget = 4
-	if allocs > budget {
-		t.Errorf("Infer allocates %.1f times per call, budget %d", allocs, budget)
 	}
 }
 

@@ -71,6 +71,40 @@ func ExampleServer_Infer() {
 	// Output: add 1 [1,2] [11 22]
 }
 
+// A service that sends many requests to one model keeps a handle on it: the
+// handle follows the model through reloads and skips the lookup by name.
+func ExampleServer_Model() {
+	srv, err := triton.New(triton.WithRepository(exampleRepo), triton.WithBackend("go", add))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	m := srv.Model("add")
+	md, _ := m.Metadata()
+	fmt.Println(md.Name, md.Versions, md.Inputs[0].Shape)
+	for i := range 2 {
+		a, _ := tensor.From("A", tensor.Shape{1, 2}, []float32{1, float32(i)})
+		b, _ := tensor.From("B", tensor.Shape{1, 2}, []float32{10, 20})
+		resp, err := m.Infer(context.Background(), &triton.InferRequest{Inputs: []tensor.Tensor{a, b}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		out, _ := resp.Output("SUM")
+		sum, _ := tensor.View[float32](out)
+		fmt.Println(sum)
+	}
+	st, _ := m.Stats()
+	fmt.Println(st.Success.Count, "requests")
+	// Output:
+	// add [1] [-1 2]
+	// [11 20]
+	// [11 21]
+	// 2 requests
+}
+
 func ExampleCodeOf() {
 	srv, err := triton.New(triton.WithRepository(exampleRepo), triton.WithBackend("go", add))
 	if err != nil {

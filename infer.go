@@ -36,7 +36,7 @@ func (s *Server) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 	if req == nil {
 		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request")}
 	}
-	v, err := s.acquire(req.Model, req.Version)
+	v, err := s.acquire(req.Model, req.Version, nil)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
 			e.RequestID = req.ID

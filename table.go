@@ -80,14 +80,22 @@ func (s *Server) withState(name string, st entryState) {
 // acquire finds the version a request goes to and admits the request into
 // it. The caller must call v.gate.leave() when done. A version retired by a
 // reload between reading the table and entering its gate is not an error:
-// the lookup is repeated on the newer table.
-func (s *Server) acquire(model string, ver int64) (*version, error) {
+// the lookup is repeated on the newer table. h, when not nil, is the
+// handle the request came through, which finds the model's entry in a
+// table without looking its name up again.
+func (s *Server) acquire(model string, ver int64, h *Model) (*version, error) {
 	for {
 		if s.closing.Load() {
 			return nil, &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
 		}
 		t := s.table.Load()
-		v, err := t.find(model, ver)
+		var e *modelEntry
+		if h != nil {
+			e = h.entry(t)
+		} else {
+			e = t.models[model]
+		}
+		v, err := e.find(model, ver)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +109,9 @@ func (s *Server) acquire(model string, ver int64) (*version, error) {
 	}
 }
 
-// find returns the version a request for model and ver goes to, with
-// Triton's errors for the ways there is none.
-func (t *modelTable) find(model string, ver int64) (*version, error) {
-	e := t.models[model]
+// find returns the version of e (the entry of model; nil: none) a request
+// for ver goes to, with Triton's errors for the ways there is none.
+func (e *modelEntry) find(model string, ver int64) (*version, error) {
 	if e == nil {
 		return nil, &Error{Code: InvalidArgument, Model: model, Err: fmt.Errorf("Request for unknown model: '%s' is not found", model)}
 	}
@@ -127,7 +134,7 @@ func (t *modelTable) find(model string, ver int64) (*version, error) {
 
 // find returns a loaded version without admitting a request into it.
 func (s *Server) find(model string, ver int64) (*version, *modelEntry, error) {
-	v, err := s.acquire(model, ver)
+	v, err := s.acquire(model, ver, nil)
 	if err != nil {
 		return nil, nil, err
 	}
