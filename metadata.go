@@ -93,6 +93,11 @@ type ModelSummary struct {
 
 // ModelSummary returns a loaded model version's summary; version 0 means
 // the version a request without a version would use.
+//
+// # Experimental
+//
+// It exists for the adapters' per-request checks and may change with
+// them (decoupled streaming is coming).
 func (s *Server) ModelSummary(model string, ver int64) (ModelSummary, error) {
 	v, _, err := s.find(model, ver)
 	if err != nil {

@@ -94,6 +94,12 @@ func Ready(ctx context.Context, inst Instance) error {
 // The requests of a sequence may run on any instance of the model, so
 // what a backend keeps per sequence belongs to the Model, keyed by the
 // correlation ID (the CORRID control), not to an Instance.
+//
+// # Experimental
+//
+// This interface may change or go away in a later release: Triton has
+// no equivalent, and the sequence batcher may come to pin sequences to
+// instances (then per-instance state would be possible).
 type SequenceObserver interface {
 	SequenceEnded(s SequenceEnd)
 }

@@ -12,6 +12,10 @@ import "sync"
 // (refused, cancelled while queued) with [Order.Skip]. Items are released
 // (the release function is called) as soon as every earlier ticket has been
 // handed in, on the goroutine that handed in the last of them.
+//
+// # Experimental
+//
+// Order is new and may change in a later release.
 type Order[T any] struct {
 	release func(T)
 

@@ -170,6 +170,12 @@ type SequenceEnv[K comparable] struct {
 //     when the model stops).
 //   - One lock for the whole scheduler: every operation is a few pointer
 //     moves, and a request takes it three times (admit, begin, done).
+//
+// # Experimental
+//
+// Sequence, its configuration and Turn are new and may change in a later
+// release (the direct strategy's slot positions and instance pinning are
+// not done yet).
 type Sequence[K comparable, S any] struct {
 	env      SequenceEnv[K]
 	capacity int64

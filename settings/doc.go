@@ -49,4 +49,9 @@
 //
 // A Store is safe for concurrent use; each call sees and makes one
 // consistent state.
+//
+// # Experimental
+//
+// The trace settings are stored and reported, but no trace is produced
+// yet; this package's API will change when tracing lands.
 package settings

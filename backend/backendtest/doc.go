@@ -116,4 +116,9 @@
 // request; state outputs are not checked), and checks no optional
 // capability beyond calling Warmup and Ready. Data races are the race
 // detector's to find.
+//
+// # Experimental
+//
+// The kit is new: its checks may grow stricter and its API change in a
+// later release.
 package backendtest
