@@ -18,10 +18,11 @@
 // no per-instance worker goroutines to hand requests to), then checks the
 // outputs against the configuration too. With dynamic_batching, concurrent
 // requests queue in package batcher and the first request of each batch
-// runs it for all of them. With sequence_batching, the requests of one
-// sequence run in order, each with the sequence's control tensors and
-// implicit state added by the server, and the ready requests of different
-// sequences batch together the same way. An ensemble (platform "ensemble") is a model
+// runs it for all of them. With sequence_batching, batcher.Sequence admits
+// the requests of each sequence and lets them run one at a time, in order,
+// each with the sequence's control tensors and implicit state added by the
+// server, and the ready requests of different sequences batch together the
+// same way. An ensemble (platform "ensemble") is a model
 // like the others, run by package ensemble: each of its steps is an
 // ordinary request to a composing model, so that model's batcher applies.
 // Every model gets a [backend.Caller] at load ([backend.ModelSpec]) through
@@ -35,7 +36,8 @@
 //
 //   - [New] with options ([WithModelRepository], [WithBackend],
 //     [WithModelControl], [WithResponseCache], [WithRateLimiter], ...).
-//   - [Server.Infer] from any number of goroutines.
+//   - [Server.Infer] from any number of goroutines, or [Server.Model] for a
+//     handle on one model whose [Model.Infer] skips the lookup by name.
 //   - [Server.Live], [Server.Ready], [Server.ModelReady] for probes;
 //     [Server.Metadata], [Server.ModelMetadata], [Server.ModelConfig],
 //     [Server.ModelSummary] and [Server.Labels] describe what is loaded.
@@ -54,6 +56,7 @@
 //
 // All methods are safe for concurrent use. Deadlines and cancellation come
 // from the ctx of each call. [Server.Shutdown] drains in-flight requests
-// before closing models; [Server.Close] answers queued requests at once.
+// before closing models; [Server.Close] answers queued requests at once,
+// in serving versions and in those still retiring after a reload.
 // Every goroutine the server starts ends by the time Close returns.
 package triton
