@@ -90,7 +90,7 @@ func (v *version) startBatcher() error {
 	}
 	env := batcher.Env[*call, *slot]{
 		Size:       func(c *call) int64 { return c.req.BatchSize },
-		Compatible: func(a, b *call) bool { return v.sig.compatible(a.req.Inputs, b.req.Inputs) },
+		Compatible: func(a, b *call) bool { return v.sig.Compatible(a.req.Inputs, b.req.Inputs) },
 		Expired:    func(c *call) error { return c.ctx.Err() },
 		Drop: func(c *call, err error) {
 			if cause := v.stopped(); cause != nil && errors.Is(err, batcher.ErrClosed) {
@@ -176,7 +176,7 @@ func (v *version) lead(w *batchWork) {
 		w.reqs = append(w.reqs, &c.req)
 	}
 	w.batch.Reset(true, w.reqs)
-	w.batch.SetLayouts(v.sig.layouts)
+	w.batch.SetLayouts(v.sig.Layouts)
 	// A batch of several requests is not cancelled by any one of them: each
 	// was checked when the batch was formed, and the others still want
 	// their answers.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/ensemble"
+	"github.com/triton-go/triton/internal/signature"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repository"
-	"github.com/triton-go/triton/tensor"
 	"github.com/triton-go/triton/warmup"
 )
 
@@ -167,6 +167,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	if err != nil {
 		return nil, withCode(InvalidArgument, err)
 	}
+	sig, err := signature.Compile(cfg)
+	if err != nil {
+		return nil, withCode(InvalidArgument, err)
+	}
 	m, err := safeCall(func() (backend.Model, error) { return b.Load(ctx, spec) })
 	if err != nil {
 		return nil, err
@@ -174,11 +178,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 	if m == nil {
 		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
 	}
-	v := newVersion(s.ctx, md.Name, n, cfg, name, m, log)
-	if err := v.sig.compileLayouts(cfg); err != nil {
-		_ = v.close(ErrServerClosed)
-		return nil, withCode(InvalidArgument, err)
-	}
+	v := newVersion(s.ctx, md.Name, n, cfg, sig, name, m, log)
 	v.observers = s.opts.observers
 	v.labels = labels
 	if s.cache != nil && cfg.GetResponseCache().GetEnable() {
@@ -282,12 +282,12 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 	for _, s := range v.pool {
 		for _, sm := range samples {
 			for range sm.Count {
-				r := &backend.Request{ID: "warmup " + sm.Name, Inputs: v.warmInputs(sm.Inputs), BatchSize: sm.BatchSize}
-				healthy := v.execute(ctx, s, backend.NewBatch(v.sig.maxBatch > 0, r))
+				r := &backend.Request{ID: "warmup " + sm.Name, Inputs: v.sig.ReshapeInputs(sm.Inputs[:0], sm.Inputs), BatchSize: sm.BatchSize}
+				healthy := v.execute(ctx, s, backend.NewBatch(v.sig.MaxBatch > 0, r))
 				err := r.Err()
 				if err == nil {
 					for _, out := range r.Outputs() {
-						if _, cerr := v.sig.checkOutput(out, sm.BatchSize); cerr != nil {
+						if _, cerr := v.sig.CheckOutput(out, sm.BatchSize); cerr != nil {
 							err = cerr
 							break
 						}
@@ -300,14 +300,4 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 		}
 	}
 	return nil
-}
-
-// warmInputs gives the backend the config's reshape, as requests get it.
-func (v *version) warmInputs(in []tensor.Tensor) []tensor.Tensor {
-	for i := range in {
-		if ts := v.sig.input(in[i].Name); ts != nil && ts.reshape != nil {
-			in[i].Shape = v.sig.reshape(in[i].Shape, ts.dims, ts.reshape, !ts.shared)
-		}
-	}
-	return in
 }

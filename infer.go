@@ -49,9 +49,9 @@ func (s *Server) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 
 func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
 	t := timing{start: now()}
-	batch, err := v.sig.checkInputs(req.Inputs)
+	batch, err := v.sig.CheckInputs(req.Inputs)
 	if err == nil {
-		err = v.sig.checkOutputs(req.Outputs)
+		err = v.sig.CheckOutputs(req.Outputs)
 	}
 	if err == nil {
 		err = checkParameters(req.Parameters)
@@ -79,8 +79,9 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	r.Priority, r.Timeout = req.Priority, req.Timeout
 	r.SequenceID, r.SequenceIDString, r.SequenceStart, r.SequenceEnd = req.SequenceID, req.SequenceIDString, req.SequenceStart, req.SequenceEnd
 	r.Inputs = req.Inputs
-	if v.sig.reshapes {
-		r.Inputs = v.reshapeInputs(c, req.Inputs)
+	if v.sig.Reshapes {
+		c.in = v.sig.ReshapeInputs(c.in[:0], req.Inputs)
+		r.Inputs = c.in
 	}
 	t.queued = t.start
 	if v.dyn != nil {
@@ -97,8 +98,8 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 		v.putCall(c)
 		return nil, v.fail(t, batch, v.errorf(req, classify(err, Unavailable), err))
 	}
-	c.batch.Reset(v.sig.maxBatch > 0, c.reqs[:])
-	c.batch.SetLayouts(v.sig.layouts)
+	c.batch.Reset(v.sig.MaxBatch > 0, c.reqs[:])
+	c.batch.SetLayouts(v.sig.Layouts)
 	t.computeStart = t.start
 	if inst.waited {
 		t.computeStart = now()
@@ -121,18 +122,6 @@ func (v *version) fail(t *timing, rows int64, err error) error {
 	return err
 }
 
-// reshapeInputs gives the backend the config's reshape instead of dims.
-func (v *version) reshapeInputs(c *call, inputs []tensor.Tensor) []tensor.Tensor {
-	c.in = append(c.in[:0], inputs...)
-	for i := range c.in {
-		ts := v.sig.input(c.in[i].Name)
-		if ts != nil && ts.reshape != nil { // nil: a sequence control or state input
-			c.in[i].Shape = v.sig.reshape(c.in[i].Shape, ts.dims, ts.reshape, !ts.shared)
-		}
-	}
-	return c.in
-}
-
 // response checks what the backend produced and builds the response.
 func (v *version) response(req *InferRequest, r *backend.Request) (*InferResponse, error) {
 	if err := r.Err(); err != nil {
@@ -148,7 +137,7 @@ func (v *version) response(req *InferRequest, r *backend.Request) (*InferRespons
 		if !r.Wants(t.Name) {
 			continue
 		}
-		t, err := v.sig.checkOutput(t, r.BatchSize)
+		t, err := v.sig.CheckOutput(t, r.BatchSize)
 		if err != nil {
 			return nil, v.errorf(req, Internal, err)
 		}

@@ -63,7 +63,7 @@ func (s *Server) Labels(model string, ver int64, output string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	if err := v.sig.checkOutputs([]string{output}); err != nil {
+	if err := v.sig.CheckOutputs([]string{output}); err != nil {
 		return nil, &Error{Code: InvalidArgument, Model: model, Version: v.number, Err: err}
 	}
 	return slices.Clone(v.labels[output]), nil

@@ -60,13 +60,13 @@ func (s *Server) ModelMetadata(model string, ver int64) (ModelMetadata, error) {
 	for i := len(e.versions) - 1; i >= 0; i-- {
 		md.Versions = append(md.Versions, strconv.FormatInt(e.versions[i].number, 10))
 	}
-	for i := range v.sig.inputs {
-		ts := &v.sig.inputs[i]
-		md.Inputs = append(md.Inputs, TensorMetadata{Name: ts.name, DataType: ts.dtype.String(), Shape: v.sig.fullShape(ts).Clone()})
+	for i := range v.sig.Inputs {
+		ts := &v.sig.Inputs[i]
+		md.Inputs = append(md.Inputs, TensorMetadata{Name: ts.Name, DataType: ts.DataType.String(), Shape: v.sig.FullShape(ts).Clone()})
 	}
-	for i := range v.sig.outputs {
-		ts := &v.sig.outputs[i]
-		md.Outputs = append(md.Outputs, TensorMetadata{Name: ts.name, DataType: ts.dtype.String(), Shape: v.sig.fullShape(ts).Clone()})
+	for i := range v.sig.Outputs {
+		ts := &v.sig.Outputs[i]
+		md.Outputs = append(md.Outputs, TensorMetadata{Name: ts.Name, DataType: ts.DataType.String(), Shape: v.sig.FullShape(ts).Clone()})
 	}
 	return md, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/triton-go/triton"
 )
@@ -86,8 +87,11 @@ func TestModelHandle(t *testing.T) {
 // TestModelHandleFollowsReloads: a handle taken before its model loads
 // serves it once loaded, follows it to each new version (the old one
 // closing as without handles), fails while it is unloaded, and serves it
-// again once it is loaded again.
-func TestModelHandleFollowsReloads(t *testing.T) {
+// again once it is loaded again. In a synctest bubble, to see the retired
+// version close in the background.
+func TestModelHandleFollowsReloads(t *testing.T) { synctest.Test(t, testModelHandleFollowsReloads) }
+
+func testModelHandleFollowsReloads(t *testing.T) {
 	repo := newDiskRepo(t)
 	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
 	repo.write("m/1/x", "")
@@ -123,6 +127,7 @@ func TestModelHandleFollowsReloads(t *testing.T) {
 	if err := srv.Unload(ctx, "m", nil); err != nil {
 		t.Fatal(err)
 	}
+	synctest.Wait() // version 1 retires in the background
 	if c.closes.Load() != c.loads.Load() {
 		t.Errorf("%d models closed of %d loaded: the handle pins a version", c.closes.Load(), c.loads.Load())
 	}

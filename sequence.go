@@ -209,8 +209,8 @@ func compileState(v *version, fsys fs.FS, st *modelconfig.ModelSequenceBatching_
 			dims[i] = 1 // Triton: variable dimensions of a state start as 1
 		}
 	}
-	if v.sig.maxBatch > 0 {
-		axis := v.sig.layouts[spec.input].Axis
+	if v.sig.MaxBatch > 0 {
+		axis := v.sig.Layouts[spec.input].Axis
 		dims = slices.Insert(dims, axis, 1)
 	}
 	spec.shape = dims
@@ -281,7 +281,7 @@ func (s *sequencer) inputs(req *InferRequest, k seqKey, state []tensor.Tensor) [
 	in := make([]tensor.Tensor, 0, len(req.Inputs)+len(s.controls)+len(s.states))
 	in = append(in, req.Inputs...)
 	shape := tensor.Shape{1}
-	if s.v.sig.maxBatch > 0 {
+	if s.v.sig.MaxBatch > 0 {
 		shape = tensor.Shape{1, 1}
 	}
 	for _, c := range s.controls {
@@ -430,10 +430,10 @@ func (s *sequencer) takeState(req *InferRequest, resp *InferResponse) ([]tensor.
 		next[i] = out
 	}
 	resp.Outputs = slices.DeleteFunc(resp.Outputs, func(o tensor.Tensor) bool {
-		if !s.v.sig.states[o.Name] {
+		if !s.v.sig.States[o.Name] {
 			return false
 		}
-		wanted := s.v.sig.output(o.Name) != nil && (len(req.Outputs) == 0 || slices.Contains(req.Outputs, o.Name))
+		wanted := s.v.sig.Output(o.Name) != nil && (len(req.Outputs) == 0 || slices.Contains(req.Outputs, o.Name))
 		return !wanted
 	})
 	return next, nil

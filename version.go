@@ -14,6 +14,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/batcher"
+	"github.com/triton-go/triton/internal/signature"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/responsecache"
 	"github.com/triton-go/triton/tensor"
@@ -31,7 +32,7 @@ type version struct {
 	name    string
 	number  int64
 	cfg     *modelconfig.ModelConfig
-	sig     signature
+	sig     *signature.Signature
 	backend string
 	model   backend.Model
 	log     *zap.Logger
@@ -106,7 +107,7 @@ func (v *version) putCall(c *call) {
 
 // newVersion makes a version whose lifetime ends at the latest with
 // parent's (the server's).
-func newVersion(parent context.Context, name string, number int64, cfg *modelconfig.ModelConfig, backendName string, m backend.Model, log *zap.Logger) *version {
+func newVersion(parent context.Context, name string, number int64, cfg *modelconfig.ModelConfig, sig *signature.Signature, backendName string, m backend.Model, log *zap.Logger) *version {
 	ctx, cancel := context.WithCancelCause(parent)
 	return &version{
 		ctx:     ctx,
@@ -114,7 +115,7 @@ func newVersion(parent context.Context, name string, number int64, cfg *modelcon
 		name:    name,
 		number:  number,
 		cfg:     cfg,
-		sig:     compileSignature(cfg),
+		sig:     sig,
 		backend: backendName,
 		model:   m,
 		log:     log,
