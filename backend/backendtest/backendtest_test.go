@@ -39,12 +39,12 @@ func TestFaults(t *testing.T) {
 		{changesConfig, false, "load", "Load changed the model configuration"},
 		{nilInstance, false, "load", "NewInstance add_0 returned neither an instance nor an error"},
 		{sharedScratch, false, "execute", `: wrong values: OUTPUT0[`},
-		{wrongDatatype, false, "execute", `, Requests[0]: output "OUTPUT0" has datatype INT32, the config declares FP32`},
-		{wrongBatchDim, false, "execute", `output "OUTPUT0" has shape [1,4], the config expects [2,4] (its first dimension must be the request's batch size, 2)`},
-		{ignoresReshape, false, "execute", `output "OUTPUT1" has shape [1,4], the config expects [1,2,2] (the config's reshape [2,2], not its dims [4])`},
+		{wrongDatatype, false, "execute", `, Requests[0]: backend produced output 'OUTPUT0' with data-type 'INT32', but model 'add' declares 'FP32'`},
+		{wrongBatchDim, false, "execute", `backend produced output 'OUTPUT0' with shape [1,4], but model 'add' expects [2,4] (its first dimension must be the request's batch size, 2)`},
+		{ignoresReshape, false, "execute", `backend produced output 'OUTPUT1' with shape [1,4], but model 'add' expects [1,2,2] (the config's reshape [2,2], not its dims [4])`},
 		{missingOutput, false, "execute", `output "OUTPUT1" is missing (the request asks for every output)`},
 		{dropsSubsets, false, "execute", `/OUTPUT1: output "OUTPUT1" is missing (the request asks for [OUTPUT1])`},
-		{badFraming, true, "execute", `output "OUT" is malformed`},
+		{badFraming, true, "execute", `backend produced a malformed output 'OUT' for model 'mirror'`},
 		{wrongValues, false, "execute", `Requests[0]: wrong values: OUTPUT0[0] = 2, want 1`},
 		{writesInput, false, "execute", `: Execute wrote to input "INPUT0"; inputs are borrowed, read-only`},
 		{executePanics, false, "execute", "Execute panicked: runtime error: invalid memory address or nil pointer dereference (at github.com/triton-go/triton/backend/backendtest_test.(*fakeInstance).Execute"},
@@ -148,16 +148,16 @@ func TestModelMistakes(t *testing.T) {
 		{"no requests", edit(func(m *backendtest.Model) { m.Requests = nil }), `model "add": no Requests`},
 		{"datatype", edit(func(m *backendtest.Model) {
 			m.Requests[0].Inputs[0] = must(tensor.From("INPUT0", tensor.Shape{1, 4}, []int32{1, 2, 3, 4}))
-		}), `model "add": Requests[0]: input "INPUT0" has datatype INT32, the config declares FP32`},
+		}), `model "add": Requests[0]: inference input 'INPUT0' data-type is 'INT32', but model 'add' expects 'FP32'`},
 		{"shape", edit(func(m *backendtest.Model) {
 			m.Requests[1].Inputs[0] = must(tensor.From("INPUT0", tensor.Shape{4}, []float32{1, 2, 3, 4}))
-		}), `model "add": Requests[1]: input "INPUT0" has shape [4], the config expects [-1,4] (the batch dimension first, as max_batch_size is 8)`},
-		{"batch size", edit(func(m *backendtest.Model) { m.Requests[0] = addRequest(t, 9, 0) }), `Requests[0]: input "INPUT0" has batch size 9; max_batch_size is 8`},
-		{"missing input", edit(func(m *backendtest.Model) { m.Requests[0].Inputs = m.Requests[0].Inputs[:1] }), `Requests[0]: required input "INPUT1" is missing`},
-		{"unknown output", edit(func(m *backendtest.Model) { m.Requests[0].Outputs = []string{"NOPE"} }), `Requests[0]: output "NOPE" is not an output of the model`},
+		}), `model "add": Requests[1]: unexpected shape for input 'INPUT0' for model 'add'. Expected [-1,4], got [4]`},
+		{"batch size", edit(func(m *backendtest.Model) { m.Requests[0] = addRequest(t, 9, 0) }), `Requests[0]: inference request batch-size must be <= 8 for 'add'`},
+		{"missing input", edit(func(m *backendtest.Model) { m.Requests[0].Inputs = m.Requests[0].Inputs[:1] }), `Requests[0]: expected 2 inputs but got 1 inputs for model 'add'. Got input(s) ['INPUT0'], but missing required input(s) ['INPUT1']`},
+		{"unknown output", edit(func(m *backendtest.Model) { m.Requests[0].Outputs = []string{"NOPE"} }), `Requests[0]: unexpected inference output 'NOPE' for model 'add'`},
 		{"unknown input", edit(func(m *backendtest.Model) {
 			m.Failing[0].Inputs = append(m.Failing[0].Inputs, must(tensor.From("EXTRA", tensor.Shape{1}, []float32{1})))
-		}), `Failing[0]: input "EXTRA" is not an input of the model`},
+		}), `Failing[0]: unexpected inference input 'EXTRA' for model 'add'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(correct)

@@ -189,13 +189,13 @@ func (s *suite) checkFailing(r *report) {
 		if inst := lm.mustInstance(r, m.specs[0]); inst != nil {
 			for _, bad := range m.bad {
 				s.runGood(r, context.Background(), inst, []*request{bad})
-				if m.maxBatch == 0 {
+				if m.sig.MaxBatch == 0 {
 					continue
 				}
-				i := slices.IndexFunc(m.good, func(g *request) bool { return g.rows+bad.rows <= m.maxBatch && m.compatible(g, bad) })
+				i := slices.IndexFunc(m.good, func(g *request) bool { return g.rows+bad.rows <= m.sig.MaxBatch && m.compatible(g, bad) })
 				if i < 0 {
 					r.add(lm.String(), fmt.Sprintf("%s cannot share a batch with any of the Requests (different shapes, or more than max_batch_size %d rows together); give one it can batch with",
-						bad.label, m.maxBatch))
+						bad.label, m.sig.MaxBatch))
 					continue
 				}
 				s.runGood(r, context.Background(), inst, []*request{m.good[i], bad})
@@ -337,46 +337,11 @@ func (s *suite) checkOutputs(m *model, q *request, br *backend.Request) []string
 }
 
 // checkOutput checks one output of a request of batch size rows against
-// the config, as the server does: a declared output, its datatype, its
-// shape (the config's reshape when there is one, after the batch
-// dimension when the model batches) and well-formed data.
+// the config, as the server does: a declared output (or a state output of
+// a sequence model), its datatype, its shape (the config's reshape when
+// there is one, after the batch dimension when the model batches) and
+// well-formed data.
 func (m *model) checkOutput(t tensor.Tensor, rows int64) error {
-	ts := m.output(t.Name)
-	if ts == nil {
-		if m.states[t.Name] {
-			return nil
-		}
-		return fmt.Errorf("output %q is not an output of the model", t.Name)
-	}
-	if t.DataType != ts.dtype {
-		return fmt.Errorf("output %q has datatype %v, the config declares %v", t.Name, t.DataType, ts.dtype)
-	}
-	dims := ts.dims
-	if ts.reshape != nil {
-		dims = ts.reshape
-	}
-	want := m.batchShape(rows, dims)
-	if !t.Shape.Matches(want) {
-		hint := ""
-		switch {
-		case m.maxBatch > 0 && len(t.Shape) > 0 && len(t.Shape) == len(want) && t.Shape[0] != rows:
-			hint = fmt.Sprintf(" (its first dimension must be the request's batch size, %d)", rows)
-		case ts.reshape != nil && t.Shape.Matches(m.batchShape(rows, ts.dims)):
-			hint = fmt.Sprintf(" (the config's reshape %v, not its dims %v)", ts.reshape, ts.dims)
-		}
-		return fmt.Errorf("output %q has shape %v, the config expects %v%s", t.Name, t.Shape, want, hint)
-	}
-	if err := t.Validate(); err != nil {
-		return fmt.Errorf("output %q is malformed: %v", t.Name, err)
-	}
-	return nil
-}
-
-// batchShape returns dims with the batch dimension rows in front when the
-// model batches.
-func (m *model) batchShape(rows int64, dims tensor.Shape) tensor.Shape {
-	if m.maxBatch == 0 {
-		return dims
-	}
-	return append(tensor.Shape{rows}, dims...)
+	_, err := m.sig.CheckOutput(t, rows)
+	return err
 }

@@ -88,5 +88,5 @@ func ExampleCheck() {
 	first, _, _ := strings.Cut(err.Error(), "\n")
 	fmt.Println(first)
 	// Output:
-	// backendtest: load: model "double" version 1, instance double_0, batch [Requests[0]], Requests[0]: output "OUTPUT" has datatype INT32, the config declares FP32 (12 times in all)
+	// backendtest: load: model "double" version 1, instance double_0, batch [Requests[0]], Requests[0]: backend produced output 'OUTPUT' with data-type 'INT32', but model 'double' declares 'FP32' (12 times in all)
 }

@@ -3,15 +3,12 @@ package onnxruntime_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/triton-go/triton/backend/backendtest"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/internal/testenv"
-	"github.com/triton-go/triton/repository"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -82,30 +79,11 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ 2, 2 ] } ]`,
 // ortModel writes <tmp>/<name>/1/model.onnx, a copy of
 // testdata/models/<file>, and returns it as a model of the kit with
 // config (name and backend added) parsed, normalized and validated as the
-// server does.
+// server does (seqSpec).
 func ortModel(t *testing.T, name, file, config string, reqs ...backendtest.Request) backendtest.Model {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "models", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(filepath.Join(dir, "1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "1", "model.onnx"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "config.pbtxt")
-	cfg, err := repository.ParseConfig(path, fmt.Appendf(nil, "name: %q\nbackend: %q\n%s", name, onnxruntime.Name, config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repository.Normalize(cfg, repository.NormalizeOptions{})
-	if err := repository.Validate(path, cfg, repository.ValidateOptions{ModelName: name}); err != nil {
-		t.Fatal(err)
-	}
-	return backendtest.Model{Config: cfg, Dir: dir, Requests: reqs}
+	spec := seqSpec(t, name, file, fmt.Sprintf("name: %q\nbackend: %q\n%s", name, onnxruntime.Name, config))
+	return backendtest.Model{Config: spec.Config, Dir: spec.Dir, Requests: reqs}
 }
 
 // addSubRequest is a request of rows rows to add_sub: INPUT0 counts up

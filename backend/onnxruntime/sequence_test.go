@@ -55,7 +55,8 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 
 // seqSpec writes <tmp>/<name>/1/model.onnx (a copy of testdata/models/file)
 // and returns the spec of that model version with config parsed,
-// normalized and validated as the server does.
+// normalized and validated as the server does. It needs the ONNX Runtime
+// library (testenv.NeedLibrary).
 func seqSpec(t *testing.T, name, file, config string) *backend.ModelSpec {
 	t.Helper()
 	testenv.NeedLibrary(t)
