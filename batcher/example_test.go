@@ -1,6 +1,8 @@
 package batcher_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,4 +43,44 @@ func ExampleDynamic() {
 	// Output:
 	// [1 2 1]
 	// [3 1]
+}
+
+// A sequence's requests go through their turns one at a time, in order,
+// each seeing the state the one before it left; here the state is a
+// running sum, and the scheduler is told when a sequence ends.
+func ExampleSequence() {
+	seq, err := batcher.NewSequence[string, int](batcher.SequenceConfig{MaxBatchSize: 4}, batcher.SequenceEnv[string]{
+		Ended: func(id string, why batcher.EndReason) { fmt.Println("ended:", id, why == batcher.EndFlag) },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer seq.Close()
+
+	ctx := context.Background()
+	for i, x := range []int{5, 7, 30} {
+		start, end := i == 0, i == 2
+		turn, err := seq.Admit(ctx, "stream-1", start)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		sum, err := turn.Wait(ctx, start) // the state the previous request left
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		turn.SetState(sum + x)
+		turn.Done(end)
+		fmt.Println(sum + x)
+	}
+	_, err = seq.Admit(ctx, "stream-1", false)
+	fmt.Println(errors.Is(err, batcher.ErrNotStarted))
+	// Output:
+	// 5
+	// 12
+	// ended: stream-1 true
+	// 42
+	// true
 }
