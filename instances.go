@@ -98,13 +98,13 @@ func (v *version) take(ctx context.Context, c *counters) (taken, error) {
 }
 
 // put returns an instance after an execution. An instance that panicked
-// is replaced first; one that cannot be replaced is gone, and when the last
-// one goes the version stops.
-func (v *version) put(s *slot, healthy bool) {
+// (fault not nil) is replaced first; one that cannot be replaced is gone,
+// and when the last one goes the version stops.
+func (v *version) put(s *slot, fault *panicked) {
 	if v.shared {
 		return // a shared instance keeps no state a panic could have broken
 	}
-	if healthy || v.restart(s) {
+	if fault == nil || v.restart(s, fault) {
 		if v.dyn != nil {
 			v.dyn.Release(s) // may start the next batch on this goroutine
 			return
@@ -118,44 +118,55 @@ func (v *version) put(s *slot, healthy bool) {
 	}
 }
 
-// execute runs a batch on the instance and reports whether the instance is
-// still usable (it is not after a panic). A returned error fails every
-// request of the batch that has not failed on its own.
-func (v *version) execute(ctx context.Context, s *slot, b *backend.Batch) (healthy bool) {
+// panicked is a backend panic during Execute: the error the batch's
+// requests fail with, and the stack, which only the log of the instance's
+// restart gets.
+type panicked struct {
+	value any
+	stack []byte
+}
+
+func (p *panicked) Error() string { return fmt.Sprintf("backend panic: %v", p.value) }
+
+// execute runs a batch on the instance. A returned error or a panic fails
+// every request of the batch that has not failed on its own; the panic is
+// returned (nil: the instance is still usable).
+func (v *version) execute(ctx context.Context, s *slot, b *backend.Batch) *panicked {
 	if s.limit != nil {
 		// The rate limiter grants the instance its resources for this run.
 		if err := s.limit.Acquire(ctx); err != nil {
 			for _, r := range b.Requests {
 				r.Fail(err)
 			}
-			return true
+			return nil
 		}
 		defer s.limit.Release()
 	}
-	panicked, err := v.safeExecute(ctx, s, b)
+	err := safeExecute(ctx, s, b)
 	if err != nil {
 		for _, r := range b.Requests {
 			r.Fail(err)
 		}
 	}
-	return !panicked
+	fault, _ := err.(*panicked)
+	return fault
 }
 
-// safeExecute calls Execute, turning a panic into an error.
-func (v *version) safeExecute(ctx context.Context, s *slot, b *backend.Batch) (panicked bool, err error) {
+// safeExecute calls Execute, turning a panic into a *panicked error.
+func safeExecute(ctx context.Context, s *slot, b *backend.Batch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			panicked, err = true, fmt.Errorf("backend panic: %v", r)
-			v.log.Error("backend panicked during execute; recreating the instance",
-				zap.String("instance", s.spec.Name), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			err = &panicked{value: r, stack: debug.Stack()}
 		}
 	}()
-	return false, s.inst.Execute(ctx, b)
+	return s.inst.Execute(ctx, b)
 }
 
-// restart replaces an instance after a panic. It reports false when a new
-// instance could not be created.
-func (v *version) restart(s *slot) bool {
+// restart replaces an instance after the panic fault. It reports false
+// when a new instance could not be created.
+func (v *version) restart(s *slot, fault *panicked) bool {
+	v.log.Error("backend panicked during execute; recreating the instance",
+		zap.String("instance", s.spec.Name), zap.Any("panic", fault.value), zap.ByteString("stack", fault.stack))
 	old := s.instance()
 	s.setInstance(nil)
 	if err := closeInstance(old); err != nil {
