@@ -255,9 +255,17 @@ func (s *sequencer) key(req *InferRequest) (seqKey, error) {
 	return k, nil
 }
 
+// endReasons maps the scheduler's reasons to the backend's.
+var endReasons = [...]backend.SequenceEndReason{
+	batcher.EndFlag: backend.SequenceEndFlag, batcher.EndIdle: backend.SequenceIdle, batcher.EndClosed: backend.SequenceClosed,
+}
+
 // ended tells the backend that a sequence is over (the scheduler calls it
 // one at a time).
 func (s *sequencer) ended(k seqKey, reason batcher.EndReason) {
+	if reason == batcher.EndIdle {
+		s.v.log.Debug("sequence freed for idleness", zap.Stringer("sequence", k))
+	}
 	if s.observer == nil {
 		return
 	}
@@ -266,13 +274,7 @@ func (s *sequencer) ended(k seqKey, reason batcher.EndReason) {
 			s.v.log.Error("backend panic in SequenceEnded", zap.Any("panic", r))
 		}
 	}()
-	why := map[batcher.EndReason]backend.SequenceEndReason{
-		batcher.EndFlag: backend.SequenceEndFlag, batcher.EndIdle: backend.SequenceIdle, batcher.EndClosed: backend.SequenceClosed,
-	}[reason]
-	if reason == batcher.EndIdle {
-		s.v.log.Debug("sequence freed for idleness", zap.Stringer("sequence", k))
-	}
-	s.observer.SequenceEnded(backend.SequenceEnd{ID: k.n, IDString: k.s, Reason: why})
+	s.observer.SequenceEnded(backend.SequenceEnd{ID: k.n, IDString: k.s, Reason: endReasons[reason]})
 }
 
 // inputs returns the request's inputs with the control and state tensors

@@ -25,8 +25,8 @@ import (
 //
 // The version serves while its gate is open. Retiring closes the gate (new
 // requests fail with Unavailable) and waits until every admitted request has
-// left; aborting also wakes the requests waiting for an instance (stop),
-// which then fail. Instances and the model are closed once the gate has
+// left; aborting also ends its ctx, which wakes the requests waiting for
+// an instance, and drops what its batchers queue: those requests fail. Instances and the model are closed once the gate has
 // drained, so Close never races an Execute.
 type version struct {
 	name    string
@@ -132,7 +132,7 @@ func (v *version) abort(cause error) {
 	v.cancel(cause) // the first cause stays
 	v.gate.close()
 	if v.dyn != nil {
-		v.dyn.Close() // queued requests are answered with batcher.ErrClosed
+		v.dyn.Close() // queued requests are answered with cause
 	}
 	if v.seq != nil {
 		v.seq.sched.Abort() // STARTs waiting for room fail
