@@ -1,5 +1,15 @@
 // triton.go is the entry to the package: Server, New, Close and Shutdown.
 //
+// The package in one paragraph: a Server publishes a table of models read
+// without locks; each model has versions built from the repository by a
+// backend; each version has an instance pool and, as its config says, a
+// dynamic batcher or a sequence scheduler (package batcher) in front of
+// it. Infer finds the version, checks the request against the config,
+// schedules it, runs it on a free instance on its own goroutine, and checks
+// what the backend produced. Model control replaces versions by building
+// the new ones completely, publishing them, and retiring the old ones once
+// their requests are done.
+//
 // Where the rest lives:
 //
 //   - options.go: every option of New.
@@ -15,7 +25,8 @@
 //     request; sequence.go: the sequence batcher's control and state
 //     tensors around batcher.Sequence.
 //   - cache.go (response cache), ensembles.go, caller.go (BLS),
-//     labels.go, signature.go (the input/output contract).
+//     labels.go; the input/output contract every request and response is
+//     checked against is package internal/signature.
 //   - metadata.go: metadata, configs and readiness of models; stats.go:
 //     the statistics API; counters.go: the hot-path counters behind it.
 //   - errors.go: Error, Code and CodeOf; gate.go: admission and drain.
