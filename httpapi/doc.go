@@ -43,7 +43,8 @@
 // (JSON tensors, binary tensors after the JSON header with
 // Inference-Header-Content-Length, raw binary bodies, shared-memory
 // tensors, classification, request/tensor parameters, gzip and deflate
-// in both directions), model configuration, statistics, repository
+// in both directions, see [WithCompressionMinSize] and
+// [WithCompressionLevel]), model configuration, statistics, repository
 // index/load/unload, system and CUDA shared memory, trace and logging
 // settings. Anything else is 404 {"error":"Not Found"}; a wrong method is
 // 405 {"error":"Method Not Allowed"}. Errors are {"error":"<message>"}
@@ -60,8 +61,12 @@
 // inference (the backend sees its ctx end). A request body is read whole
 // before it is decoded, so at most [WithMaxRequestSize] bytes (64 MiB by
 // default) per request in flight, plus decoded JSON tensors (each bounded
-// the same way) and the response. Binary input tensors are not copied:
-// they alias the body, which is recycled once the response is written.
+// the same way) and the response; a compressed request is decompressed as
+// it arrives, into the same bounded buffer. Compressors (about 1 MB each)
+// and decompressors are pooled: there are about as many as responses and
+// requests being compressed or decompressed at once. Binary input tensors
+// are not copied: they alias the body, which is recycled once the
+// response is written.
 // Bound the number of requests in flight with http.Server settings or a
 // limiting middleware, and set http.Server's ReadTimeout/ReadHeaderTimeout
 // against slow clients; the handler sets no timeouts of its own.
@@ -117,6 +122,14 @@
 //     log_file cannot be set (501), as in current Triton. The log and
 //     trace settings can be shared with the gRPC adapter ([WithSettings]),
 //     as Triton has one such state per server.
+//   - Inference responses smaller than [DefaultCompressionMinSize] (1400
+//     bytes) go out uncompressed whatever Accept-Encoding asks (Triton
+//     compresses every one; [WithCompressionMinSize](1) does too). Larger
+//     ones are compressed at Triton's level by github.com/klauspost/compress
+//     (other bytes than zlib's, the same formats), carry
+//     Vary: Accept-Encoding, and are sent chunked once compressed past
+//     2 KiB, where Triton buffers the whole compressed body to send a
+//     Content-Length.
 //   - The generate and generate_stream endpoints answer 501.
 //   - Triton's --http-header-forward-pattern (HTTP headers forwarded as
 //     request parameters) has no equivalent; responses carry no

@@ -36,6 +36,9 @@ func FuzzInfer(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(uint8(s.model), []byte(s.body), s.hl, s.enc, s.accept)
 	}
+	// Compressed bodies, for the fuzzer to break.
+	f.Add(uint8(6), gz([]byte(seeds[7].body)), "", "gzip", "gzip")
+	f.Add(uint8(1), zl([]byte(seeds[1].body)), seeds[1].hl, "deflate", "deflate")
 	srv := newServer(f, repo())
 	h := httpapi.NewHandler(srv, httpapi.WithMaxRequestSize(1<<20))
 	f.Fuzz(func(t *testing.T, model uint8, body []byte, headerLen, encoding, accept string) {

@@ -31,10 +31,12 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	maxSize      int64
+	minCompress  int
+	level        int
 	restrictions []restriction
 	shm          *sysshm.Registry
 	log          *zap.Logger
-	level        *zap.AtomicLevel
+	logLevel     *zap.AtomicLevel
 	settings     *settings.Store
 }
 
@@ -57,6 +59,43 @@ func WithMaxRequestSize(n int64) Option {
 			n = DefaultMaxRequestSize
 		}
 		c.maxSize = n
+	})
+}
+
+// WithCompressionMinSize sets the size below which an inference response
+// goes out uncompressed even when the client's Accept-Encoding asks for
+// gzip or deflate: n bytes of uncompressed body, JSON and binary outputs
+// together. n ≤ 0 means the default, [DefaultCompressionMinSize] (1400
+// bytes); 1 compresses every response with a body, as Triton does.
+// Requests are decompressed whatever their size.
+func WithCompressionMinSize(n int) Option {
+	return optionFunc(func(c *config) {
+		if n <= 0 {
+			n = DefaultCompressionMinSize
+		}
+		c.minCompress = n
+	})
+}
+
+// WithCompressionLevel sets the level gzip and deflate responses are
+// compressed at, in compress/flate's terms: flate.BestSpeed (1) to
+// flate.BestCompression (9), flate.NoCompression (0: stored blocks),
+// flate.HuffmanOnly (-2), or flate.DefaultCompression (-1), which means
+// level 6, the default. Level 6 is Triton's: zlib's Z_DEFAULT_COMPRESSION,
+// with the 32 KiB window (windowBits 15) that every level uses here as in
+// Triton. The numbers keep zlib's meaning (1 fastest, 9 smallest), but the
+// compressor is github.com/klauspost/compress, whose levels are its own
+// algorithms: at level 6, 2.5× compress/flate's speed on JSON for 5 %
+// more bytes, and 100× on FP32 noise, which it stores rather than
+// compress (figures in docs/performance.md).
+//
+// A level outside -2..9 is a programming error: [NewHandler] panics.
+func WithCompressionLevel(level int) Option {
+	return optionFunc(func(c *config) {
+		if level == -1 {
+			level = tritonLevel
+		}
+		c.level = level
 	})
 }
 
@@ -116,7 +155,7 @@ func WithLogger(l *zap.Logger) Option {
 // else. Without this option the settings are only stored. With
 // [WithSettings] the store's level applies and this option is ignored.
 func WithLogLevel(level *zap.AtomicLevel) Option {
-	return optionFunc(func(c *config) { c.level = level })
+	return optionFunc(func(c *config) { c.logLevel = level })
 }
 
 // WithSettings makes the logging and trace extensions read and change st,
@@ -131,12 +170,15 @@ func WithSettings(st *settings.Store) Option {
 
 // handler serves the KServe v2 / Triton HTTP protocol for one server.
 type handler struct {
-	srv      *triton.Server
-	maxSize  int64
-	restrict [wire.NumCategories]*restriction
-	shm      *sysshm.Registry
-	log      *zap.Logger
-	settings *settings.Store // log and trace settings
+	srv     *triton.Server
+	maxSize int64
+	// minCompress is the smallest response body compressed, level the
+	// compress/flate level (not -1).
+	minCompress, level int
+	restrict           [wire.NumCategories]*restriction
+	shm                *sysshm.Registry
+	log                *zap.Logger
+	settings           *settings.Store // log and trace settings
 }
 
 // NewHandler returns an http.Handler serving srv over Triton's HTTP/REST
@@ -146,19 +188,23 @@ type handler struct {
 // pattern that keeps the path (see the package documentation).
 //
 // It panics if an option is invalid (an unknown WithRestrictedAPI
-// category or an empty header name), like http.ServeMux does for a bad
-// pattern. The handler is safe for concurrent use.
+// category or an empty header name, a WithCompressionLevel out of range),
+// like http.ServeMux does for a bad pattern. The handler is safe for
+// concurrent use.
 func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 	if srv == nil {
 		panic("httpapi: NewHandler with a nil server")
 	}
-	c := config{maxSize: DefaultMaxRequestSize, log: zap.NewNop()}
+	c := config{maxSize: DefaultMaxRequestSize, minCompress: DefaultCompressionMinSize, level: tritonLevel, log: zap.NewNop()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	h := &handler{srv: srv, maxSize: c.maxSize, shm: c.shm, log: c.log}
+	if err := levelError(c.level); err != nil {
+		panic("httpapi: " + err.Error())
+	}
+	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log}
 	for i := range c.restrictions {
 		r := &c.restrictions[i]
 		if strings.TrimSpace(r.header) == "" {
@@ -174,7 +220,7 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 	}
 	h.settings = c.settings
 	if h.settings == nil {
-		h.settings = settings.NewStore(c.level)
+		h.settings = settings.NewStore(c.logLevel)
 	}
 	return h
 }

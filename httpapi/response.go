@@ -19,7 +19,8 @@ var (
 // Triton's: id, model_name, model_version, outputs), then the binary
 // outputs in output order. Outputs to shared memory are written into their
 // regions and listed without data. The body is compressed when the
-// client's Accept-Encoding asks for it.
+// client's Accept-Encoding asks for it and it is at least h.minCompress
+// bytes long.
 func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, call *inferCall, resp *triton.InferResponse) error {
 	b := make([]byte, 0, 256)
 	b = append(b, '{')
@@ -97,15 +98,17 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 	} else {
 		hdr["Content-Type"] = applicationJSON
 	}
-	if enc := responseEncoding(r); enc != "identity" {
-		if z, err := compress(enc, append([][]byte{b}, bins...)...); err == nil {
-			hdr.Set("Content-Encoding", enc)
-			hdr.Set("Content-Length", strconv.Itoa(len(z)))
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(z)
+	if len(b)+binSize >= h.minCompress {
+		// Only now does Accept-Encoding choose the answer.
+		if _, ok := hdr["Vary"]; ok {
+			hdr.Add("Vary", "Accept-Encoding")
+		} else {
+			hdr["Vary"] = varyAcceptEncoding
+		}
+		if c := responseEncoding(r); c != identity {
+			_ = writeCompressed(w, c, h.level, b, bins) // an error: the client is gone
 			return nil
 		}
-		// As Triton: a response that fails to compress goes out as it is.
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(b) + binSize)}
 	w.WriteHeader(http.StatusOK)

@@ -52,7 +52,9 @@ const smallInfer = `{"inputs":[{"name":"INPUT0","shape":[1,3],"datatype":"INT32"
 const smallAnswer = `{"model_name":"id_INT32","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,3],"data":[1,2,3]}]}`
 
 func TestCompression(t *testing.T) {
-	f := newFixture(t)
+	// Every response compressed, as Triton does (the default leaves these
+	// small answers alone: TestCompressionMinSize).
+	f := newFixture(t, httpapi.WithCompressionMinSize(1))
 	ts, client := newHTTPServer(t, f.h)
 	post := func(body []byte, hdr map[string]string) *http.Response {
 		t.Helper()
@@ -69,25 +71,7 @@ func TestCompression(t *testing.T) {
 	}
 	read := func(resp *http.Response) string {
 		t.Helper()
-		var rd io.Reader = resp.Body
-		switch resp.Header.Get("Content-Encoding") {
-		case "gzip":
-			zr, err := gzip.NewReader(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd = zr
-		case "deflate":
-			zr, err := zlib.NewReader(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd = zr
-		}
-		b, err := io.ReadAll(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, _ := decoded(t, resp)
 		return string(b)
 	}
 
@@ -118,6 +102,9 @@ func TestCompression(t *testing.T) {
 		resp := post([]byte(smallInfer), map[string]string{"Accept-Encoding": ae})
 		if got := resp.Header.Get("Content-Encoding"); got != want {
 			t.Errorf("Accept-Encoding %q: Content-Encoding %q, want %q", ae, got, want)
+		}
+		if got := resp.Header.Get("Vary"); got != "Accept-Encoding" {
+			t.Errorf("Accept-Encoding %q: Vary %q", ae, got)
 		}
 		if got := read(resp); got != smallAnswer {
 			t.Errorf("Accept-Encoding %q: body %s", ae, got)
@@ -174,7 +161,7 @@ func TestCompressionBomb(t *testing.T) {
 		t.Fatalf("bomb is %d bytes", len(bomb))
 	}
 	rec := f.do(req{path: inferPath("id_INT32"), body: bomb, header: map[string]string{"Content-Encoding": "gzip"}})
-	wantError(t, rec, 400, "Decompressed request body size of more than 1048576 bytes exceeds the maximum allowed value of 1048576 bytes")
+	wantError(t, rec, 400, "Decompressed data size exceeds the maximum allowed value of 1048576 bytes. Use --http-max-input-size to increase the limit")
 	rec = f.do(req{path: inferPath("id_INT32"), body: zl(make([]byte, 8<<20)), header: map[string]string{"Content-Encoding": "deflate"}})
 	wantError(t, rec, 400, "exceeds the maximum allowed value")
 }

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	stdgzip "compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// discardWriter is an http.ResponseWriter that counts the body bytes and
+// keeps nothing.
+type discardWriter struct {
+	hdr http.Header
+	n   int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.hdr }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// encodeInputs are the bodies BenchmarkEncode compresses: FP32 values
+// drawn from a normal distribution (what embeddings and logits look like:
+// the mantissas do not compress) and the same values as the JSON text of
+// a response's "data".
+func encodeInputs(size int) map[string][]byte {
+	r := rand.New(rand.NewPCG(22, 22))
+	fp32 := make([]byte, size)
+	for i := 0; i+4 <= size; i += 4 {
+		binary.LittleEndian.PutUint32(fp32[i:], math.Float32bits(float32(r.NormFloat64())))
+	}
+	js := []byte{'['}
+	for len(js) < size {
+		js = strconv.AppendFloat(js, float64(float32(r.NormFloat64())), 'g', -1, 64)
+		js = append(js, ',')
+	}
+	return map[string][]byte{"fp32": fp32, "json": js[:size]}
+}
+
+// BenchmarkEncode compresses a response body with gzip at Triton's level
+// 6: ours (pooled klauspost/compress writer) against compress/gzip, as the
+// handler used it before issue #22 (a new writer per response) and pooled
+// with Reset. ratio is compressed ÷ uncompressed size.
+func BenchmarkEncode(b *testing.B) {
+	for _, size := range []int{2 << 10, 64 << 10, 1 << 20} {
+		for kind, data := range encodeInputs(size) {
+			for _, impl := range []string{"ours", "stdlib-new", "stdlib-pooled"} {
+				b.Run(fmt.Sprintf("%s/%s/%dKiB", kind, impl, size>>10), func(b *testing.B) {
+					w := &discardWriter{hdr: http.Header{}}
+					std, _ := stdgzip.NewWriterLevel(io.Discard, tritonLevel)
+					b.SetBytes(int64(len(data)))
+					b.ReportAllocs()
+					for b.Loop() {
+						w.n = 0
+						switch impl {
+						case "ours":
+							if err := writeCompressed(w, codingGzip, tritonLevel, data, nil); err != nil {
+								b.Fatal(err)
+							}
+						case "stdlib-new":
+							zw, _ := stdgzip.NewWriterLevel(w, tritonLevel)
+							_, _ = zw.Write(data)
+							_ = zw.Close()
+						case "stdlib-pooled":
+							std.Reset(w)
+							_, _ = std.Write(data)
+							_ = std.Close()
+						}
+					}
+					b.ReportMetric(float64(w.n)/float64(len(data)), "ratio")
+				})
+			}
+		}
+	}
+}
+
+// TestCompressAllocations: compressing a response allocates nothing once
+// the pool holds an encoder.
+func TestCompressAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled encoders at random")
+	}
+	data := encodeInputs(4 << 10)["json"]
+	w := &discardWriter{hdr: http.Header{}}
+	for _, c := range []coding{codingGzip, codingDeflate} {
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := writeCompressed(w, c, tritonLevel, data, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per response, want 0", contentEncoding[c][0], allocs)
+		}
+	}
+}
