@@ -62,7 +62,7 @@
 // before it is decoded, so at most [WithMaxRequestSize] bytes (64 MiB by
 // default) per request in flight, plus decoded JSON tensors (each bounded
 // the same way) and the response; a compressed request is decompressed as
-// it arrives, into the same bounded buffer. Compressors (about 1 MB each)
+// it arrives, into the same bounded buffer. Compressors (about 1.3 MB each)
 // and decompressors are pooled: there are about as many as responses and
 // requests being compressed or decompressed at once. Binary input tensors
 // are not copied: they alias the body, which is recycled once the
