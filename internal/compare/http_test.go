@@ -341,7 +341,7 @@ func httpContender(name string, c *http.Client, url string, form httpForm) conte
 // BenchmarkHTTPMinimal compares our server with the minimal one, per form
 // and client, at 1, 16 and 64 clients: the ratios are ours ÷ minimal.
 //
-//	go test -run '^$' -bench HTTPMinimal -benchtime 16x ./internal/compare/
+//	go test -run '^$' -bench HTTPMinimal -benchtime 8x ./internal/compare/
 func BenchmarkHTTPMinimal(b *testing.B) {
 	mh, oh := httpHandlers(b)
 	minimal, ours := serveHTTP(b, mh), serveHTTP(b, oh)
@@ -349,7 +349,7 @@ func BenchmarkHTTPMinimal(b *testing.B) {
 		for _, enc := range []string{"identity", "gzip"} {
 			b.Run(form.name+"/"+enc, func(b *testing.B) {
 				c := httpClient(b, enc == "gzip")
-				paired(b, 500*time.Millisecond, []int{1, 16, 64},
+				paired(b, time.Second, []int{1, 16, 64},
 					httpContender("minimal", c, minimal.URL+"/v2/models/add_sub/infer", form),
 					httpContender("ours", c, ours.URL+"/v2/models/add_sub/infer", form))
 			})
@@ -361,13 +361,13 @@ func BenchmarkHTTPMinimal(b *testing.B) {
 // answers (a few hundred bytes) to a client sending Accept-Encoding: gzip
 // against one sending none. The ratios are gzip ÷ identity.
 //
-//	go test -run '^$' -bench HTTPGzipSmall -benchtime 16x ./internal/compare/
+//	go test -run '^$' -bench HTTPGzipSmall -benchtime 8x ./internal/compare/
 func BenchmarkHTTPGzipSmall(b *testing.B) {
 	_, oh := httpHandlers(b)
 	url := serveHTTP(b, oh).URL + "/v2/models/add_sub/infer"
 	for _, form := range httpForms {
 		b.Run(form.name, func(b *testing.B) {
-			paired(b, 500*time.Millisecond, []int{1, 16, 64},
+			paired(b, time.Second, []int{1, 16, 64},
 				httpContender("identity", httpClient(b, false), url, form),
 				httpContender("gzip", httpClient(b, true), url, form))
 		})
