@@ -39,15 +39,14 @@ import (
 //     uncompressed path (issue #22).
 //   - The codec is github.com/klauspost/compress (already in the server
 //     binary through Prometheus' promhttp), not compress/flate. At level
-//     6 (BenchmarkEncode, medians): FP32 noise at 3.3–4.1 GB/s against
-//     compress/flate's 28 MB/s, because it stores blocks that do not
-//     compress (ratio 1.00) where compress/flate spends 35 ms per MiB to
-//     reach 0.925; JSON text at 47 MB/s against 14–19 MB/s, ratio 0.47
-//     against 0.45; a 2 KiB body in 2.4 µs against 118 µs with a reused
-//     compress/flate writer, whose Reset clears 640 KiB of hash tables,
-//     and 622 µs with a new one. Its level 6 is its own algorithm, not
-//     zlib's: the bytes differ (compress/flate's differ from zlib's too),
-//     the formats are the same.
+//     6 (BenchmarkEncode; figures in docs/performance.md) it is 2–4×
+//     compress/flate's speed on JSON text for 5 % more bytes, and 30–150×
+//     on FP32 noise, which it stores (ratio 1.00) where compress/flate
+//     spends 35–70 ms per MiB to reach 0.925; a 2 KiB body costs it a few
+//     µs against 100–200 µs for a reused compress/flate writer, whose Reset
+//     clears 640 KiB of hash tables, and over 500 µs for a new one. Its
+//     level 6 is its own algorithm, not zlib's: the bytes differ
+//     (compress/flate's differ from zlib's too), the formats are the same.
 //   - Compressors and decompressors are pooled (sync.Pool, per format and
 //     level) and Reset onto the response or request body; one costs about
 //     a megabyte to build. The response is compressed into the

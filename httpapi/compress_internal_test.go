@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	stdgzip "compress/gzip"
 	"encoding/binary"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // discardWriter is an http.ResponseWriter that counts the body bytes and
@@ -94,6 +97,32 @@ func TestCompressAllocations(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %.1f allocations per response, want 0", contentEncoding[c][0], allocs)
+		}
+	}
+}
+
+// TestDecompressAlignment: a decompressed body puts the byte at alignAt
+// on an 8-byte boundary, as readAll does for plain bodies, whatever the
+// buffer's growth.
+func TestDecompressAlignment(t *testing.T) {
+	h := &handler{maxSize: DefaultMaxRequestSize}
+	for _, size := range []int{100, 3 << 19} { // within a pooled buffer, and past one
+		want := encodeInputs(size)["fp32"]
+		var z bytes.Buffer
+		zw := stdgzip.NewWriter(&z)
+		_, _ = zw.Write(want)
+		_ = zw.Close()
+		for _, alignAt := range []int{0, 13, 99} {
+			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(z.Bytes()))
+			r.Header.Set("Content-Encoding", "gzip")
+			b, err := h.readBody(httptest.NewRecorder(), r, true, alignAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b.data, want) || uintptr(unsafe.Pointer(&b.data[alignAt]))%8 != 0 {
+				t.Errorf("%d bytes, alignAt %d: equal %v, address of byte alignAt %% 8 = %d", size, alignAt, bytes.Equal(b.data, want), uintptr(unsafe.Pointer(&b.data[alignAt]))%8)
+			}
+			b.release()
 		}
 	}
 }

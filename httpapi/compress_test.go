@@ -171,8 +171,9 @@ func TestCompressionLevels(t *testing.T) {
 	}
 }
 
-// TestDecompression: bodies larger than a pooled buffer, with the binary
-// tensors aligned; either format under either name, as zlib's
+// TestDecompression: bodies larger than a pooled buffer, whose binary
+// tensors start at an unaligned offset (TestDecompressAlignment checks the
+// alignment itself); either format under either name, as zlib's
 // auto-detection gives Triton; empty bodies.
 func TestDecompression(t *testing.T) {
 	f := newFixture(t)

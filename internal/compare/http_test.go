@@ -192,15 +192,21 @@ func httpClient(tb testing.TB, gzip bool) *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// send posts body to url with header (shared between goroutines: clients
+// do not modify requests).
+func send(c *http.Client, url string, body []byte, header http.Header) (*http.Response, error) {
+	r, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Header = header
+	return c.Do(r)
+}
+
 // post sends body to url with header, reads the whole answer and fails
 // on any status but 200.
 func post(c *http.Client, url string, body []byte, header http.Header) (*http.Response, []byte, error) {
-	r, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	r.Header = header.Clone()
-	resp, err := c.Do(r)
+	resp, err := send(c, url, body, header)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,12 +221,7 @@ func post(c *http.Client, url string, body []byte, header http.Header) (*http.Re
 // postDiscard is post for large answers: it reads the answer into
 // io.Discard, so that the client's work stays small beside the server's.
 func postDiscard(c *http.Client, url string, body []byte, header http.Header) error {
-	r, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	r.Header = header
-	resp, err := c.Do(r)
+	resp, err := send(c, url, body, header)
 	if err != nil {
 		return err
 	}
