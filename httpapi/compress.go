@@ -35,16 +35,17 @@ import (
 //     are (see [WithCompressionMinSize]). Triton compresses everything;
 //     below about one TCP segment that cannot save a packet, and it costs
 //     both sides CPU: with a new compressor per response it took our
-//     add/sub answers (300 bytes) to 0.10–0.25× the throughput of the
-//     uncompressed path (issue #22).
+//     add/sub answers (340–360 bytes) to 0.14–0.22× the throughput of
+//     the uncompressed path (issue #22).
 //   - The codec is github.com/klauspost/compress (already in the server
 //     binary through Prometheus' promhttp), not compress/flate. At level
 //     6 (BenchmarkEncode; figures in docs/performance.md) it is 2–4×
 //     compress/flate's speed on JSON text for 5 % more bytes, and 30–150×
 //     on FP32 noise, which it stores (ratio 1.00) where compress/flate
-//     spends 35–70 ms per MiB to reach 0.925; a 2 KiB body costs it a few
-//     µs against 100–200 µs for a reused compress/flate writer, whose Reset
-//     clears 640 KiB of hash tables, and over 500 µs for a new one. Its
+//     spends 35–70 ms per MiB to reach 0.925; a 2 KiB body costs it 2–6 µs
+//     (FP32) or 23–60 µs (JSON), against 50–200 µs for a reused
+//     compress/flate writer, whose Reset clears 640 KiB of hash tables,
+//     and 400–1,400 µs for a new one. Its
 //     level 6 is its own algorithm, not zlib's: the bytes differ
 //     (compress/flate's differ from zlib's too), the formats are the same.
 //   - Compressors and decompressors are pooled (sync.Pool, per format and
