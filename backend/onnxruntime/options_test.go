@@ -3,6 +3,7 @@ package onnxruntime
 import (
 	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,5 +226,42 @@ func TestCheckConfig(t *testing.T) {
 				t.Fatalf("error %v, want %q and the file", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKnownShape: the outputs whose shape Execute knows before the run
+// (and ONNX Runtime writes in place) are those the model file fixes but for
+// the batch dimension, wherever the configuration puts it.
+func TestKnownShape(t *testing.T) {
+	outs := []ort.InputOutputInfo{
+		{Name: "fixed", Dimensions: ort.NewShape(-1, 16)},
+		{Name: "dynamic", Dimensions: ort.NewShape(-1, -1)},
+		{Name: "state", Dimensions: ort.NewShape(2, -1, 128)},
+		{Name: "scalar", Dimensions: ort.NewShape()},
+		{Name: "all fixed", Dimensions: ort.NewShape(3, 4)},
+	}
+	batching := parse(t, `max_batch_size: 8
+		sequence_batching { state { input_name: "state_in" output_name: "state" data_type: TYPE_FP32 dims: [ 2, 128 ] } }
+		parameters { key: "batch_axis:state" value: { string_value: "1" } }`)
+	plain := parse(t, `max_batch_size: 0`)
+	for _, tc := range []struct {
+		cfg  *modelconfig.ModelConfig
+		name string
+		want outputShape
+	}{
+		{batching, "fixed", outputShape{dims: []int64{-1, 16}, batch: 0}},
+		{batching, "dynamic", outputShape{}},
+		{batching, "state", outputShape{dims: []int64{2, -1, 128}, batch: 1}},
+		{batching, "scalar", outputShape{}}, // no dimension to batch along
+		{batching, "all fixed", outputShape{dims: []int64{3, 4}, batch: 0}},
+		{batching, "missing", outputShape{}},
+		{plain, "fixed", outputShape{}},
+		{plain, "scalar", outputShape{dims: []int64{}, batch: -1}},
+		{plain, "all fixed", outputShape{dims: []int64{3, 4}, batch: -1}},
+	} {
+		got, err := knownShape(tc.cfg, tc.name, outs)
+		if err != nil || !slices.Equal(got.dims, tc.want.dims) || (got.dims == nil) != (tc.want.dims == nil) || (got.dims != nil && got.batch != tc.want.batch) {
+			t.Errorf("knownShape(max_batch_size %d, %q) = %+v, %v; want %+v", tc.cfg.GetMaxBatchSize(), tc.name, got, err, tc.want)
+		}
 	}
 }
