@@ -33,6 +33,16 @@ func TestPlanSessionDefaults(t *testing.T) {
 	if p.interOpThreads != 1 || p.parallel || p.graphLevel != ort.GraphOptimizationLevelEnableAll || p.memArena != nil || len(p.providers) != 0 {
 		t.Errorf("defaults: %+v", p)
 	}
+	if want := map[string]string{"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}; !maps.Equal(p.configEntries, want) {
+		t.Errorf("default config entries %v, want %v (pools that do not spin)", p.configEntries, want)
+	}
+	on, err := planSession(parse(t, `parameters { key: "session.intra_op.allow_spinning" value: { string_value: "1" } }`), 2, false, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on.configEntries["session.intra_op.allow_spinning"] != "1" || on.configEntries["session.inter_op.allow_spinning"] != "0" {
+		t.Errorf("config entries %v: the configuration's allow_spinning must win", on.configEntries)
+	}
 }
 
 func TestPlanSessionParameters(t *testing.T) {
@@ -55,7 +65,8 @@ optimization { graph { level: -1 } }`)
 	if p.memArena == nil || *p.memArena || p.memPattern == nil || !*p.memPattern {
 		t.Errorf("arena %v pattern %v", p.memArena, p.memPattern)
 	}
-	if !maps.Equal(p.configEntries, map[string]string{"session.use_device_allocator_for_initializers": "1"}) {
+	if !maps.Equal(p.configEntries, map[string]string{"session.use_device_allocator_for_initializers": "1",
+		"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}) {
 		t.Errorf("config entries %v", p.configEntries)
 	}
 	for level, want := range map[int32]ort.GraphOptimizationLevel{0: ort.GraphOptimizationLevelEnableAll, 1: ort.GraphOptimizationLevelEnableExtended, 2: ort.GraphOptimizationLevelDisableAll} {
