@@ -37,11 +37,12 @@ type provider struct {
 // Runtime's pools do not spin while they wait for work. A spinning thread
 // keeps a core busy between the parallel parts of a run and between runs,
 // and in a server that core is one the request path, the batcher and the
-// other instances need (docs/performance.md, issue #22: on add/sub with
-// two intra-op threads the idle worker spun about 30,000 instructions per
-// run, twice the run's own work, and PP-OCR's classifier and Silero VAD
-// served 1.0–2.5 times as many requests with spinning off). A lone model on
-// an otherwise idle machine, where the latency of each parallel section
+// other instances need. Measured on 2 cores with one instance (two intra-op
+// threads; docs/performance.md, issue #22): on add/sub the pool's idle
+// worker spun up to 30,000 instructions per run, twice the run's own work,
+// and none with spinning off; PP-OCR's classifier and Silero VAD served
+// 1.0–3.0 times as many requests with spinning off. A lone model on an
+// otherwise idle machine, where the latency of each parallel section
 // matters most, can turn spinning back on with
 // parameters { key: "session.intra_op.allow_spinning" value: { string_value: "1" } }.
 var defaultConfigEntries = map[string]string{

@@ -24,9 +24,9 @@
 // batch), [Session.RunOutputs] allocates the output's Go memory first and
 // hands ORT a value over it: ORT writes the output in place, and the
 // allocation inside ORT, the copy and the second cgo call disappear. On the
-// 16-element add/sub model that halves the instructions ORT runs per call
-// beyond its own Run (callgrind: 24,100 per run with ORT-allocated outputs,
-// 15,000 in place; docs/performance.md, issue #22). The output's element
+// 16-element add/sub model that takes the instructions spent inside ORT per
+// run from 24,100 to 15,000 (callgrind; docs/performance.md, issue #22).
+// The output's element
 // type is the model's, read from the session by [NewSession], never the
 // caller's word: a buffer sized for another type could be overrun by
 // kernels that copy raw bytes.
