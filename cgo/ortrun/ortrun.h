@@ -112,8 +112,8 @@ typedef struct {
 } ortrun_result;
 
 // ortrun_env is what Bind sets up, once per process: the OrtApi table, the
-// CPU memory info input tensors are created with, and ORT's default
-// allocator for string inputs. It is never freed.
+// CPU memory info tensors over Go memory are created with, and ORT's default
+// allocator for string inputs and output names. It is never freed.
 typedef struct {
 	const ortrun_fn *api;
 	OrtMemoryInfo *mem;
