@@ -186,12 +186,54 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 			}
 			m.always = append(m.always, k)
 		}
+		m.outShapes = make([]outputShape, len(m.outputs))
+		for k, name := range m.outputs {
+			if m.outShapes[k], err = knownShape(spec.Config, name, outs); err != nil {
+				return err // checkConfig has reported it already
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// outputShape is the shape of one model output as the model file declares
+// it, when that fixes it but for the batch dimension: then Execute knows
+// the output's shape before the run, and ONNX Runtime writes the output
+// straight into Go memory (ortrun.Output.Known).
+type outputShape struct {
+	dims  []int64 // nil: not known before the run
+	batch int     // the index of the batch dimension in dims; -1 when the model does not batch
+}
+
+// knownShape returns the outputShape of the model output named name: the
+// dims of outs, with the batch dimension (as the configuration places it)
+// left for the batch size, known only when every other dimension is fixed.
+func knownShape(cfg *modelconfig.ModelConfig, name string, outs []ort.InputOutputInfo) (outputShape, error) {
+	k := slices.IndexFunc(outs, func(o ort.InputOutputInfo) bool { return o.Name == name })
+	if k < 0 {
+		return outputShape{}, nil
+	}
+	s := outputShape{dims: normalizeDims(outs[k].Dimensions), batch: -1}
+	if cfg.GetMaxBatchSize() > 0 {
+		axis, err := tensorAxis(cfg, name)
+		if err != nil {
+			return outputShape{}, err
+		}
+		if axis >= len(s.dims) {
+			return outputShape{}, nil
+		}
+		s.batch = axis
+	}
+	for i, d := range s.dims {
+		if d < 0 && i != s.batch {
+			return outputShape{}, nil
+		}
+	}
+	return s, nil
 }
 
 func instanceCount(cfg *modelconfig.ModelConfig) int {
@@ -207,9 +249,10 @@ func instanceCount(cfg *modelconfig.ModelConfig) int {
 type model struct {
 	spec      *backend.ModelSpec
 	src       modelSource
-	inputs    []string // config order, then state and control inputs; the order inputs are fed to sessions
-	outputs   []string // config order, then state outputs
-	always    []int    // indices in outputs of the state outputs, computed for every batch
+	inputs    []string      // config order, then state and control inputs; the order inputs are fed to sessions
+	outputs   []string      // config order, then state outputs
+	always    []int         // indices in outputs of the state outputs, computed for every batch
+	outShapes []outputShape // per output: its shape, when the model file fixes it
 	instances int
 	closed    sync.Once
 }

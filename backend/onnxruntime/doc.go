@@ -24,7 +24,10 @@
 // instance gets its own ONNX Runtime session. Execute feeds a whole batch at
 // once (the requests' inputs concatenated along the batch dimension, none
 // copied for a batch of one), computes only the outputs some request asked
-// for, and hands each request a view of its rows. BYTES tensors travel in
+// for, and hands each request a view of its rows. Outputs whose shape the
+// model file fixes, but for the batch dimension, are written by ONNX
+// Runtime straight into the response's memory; the others are copied out
+// of ONNX Runtime's. BYTES tensors travel in
 // Triton's framing through the length-aware string API (package
 // cgo/ortrun), so elements with NUL bytes or invalid UTF-8 round-trip
 // exactly. A request's context cancels a running session through ONNX
@@ -37,6 +40,14 @@
 // model's instances, at least 1), inter_op_thread_count (default 1),
 // execution_mode (0 sequential, 1 parallel), enable_mem_arena,
 // enable_mem_pattern, and session.* keys passed as session config entries.
+// Unlike ONNX Runtime on its own, the pools' threads do not spin while they
+// wait for work (session.intra_op.allow_spinning and
+// session.inter_op.allow_spinning default to "0"): a spinning thread holds
+// a core that the server's own goroutines and the model's other instances
+// need; set them to "1" for a lone model on an idle machine where the
+// latency of each parallel section counts most. With instance_group absent
+// a CPU model gets two instances (Triton's default for this backend), each
+// with half the cores.
 // optimization.graph.level: 0 (all optimizations, default), -1 (basic), 1
 // (extended), 2 (disabled). optimization.execution_accelerators map to
 // execution providers in Triton's order: GPU accelerators "tensorrt" (with

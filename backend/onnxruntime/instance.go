@@ -24,7 +24,8 @@ type instance struct {
 	session *ort.DynamicAdvancedSession
 	run     *ortrun.Session
 	in      []ortrun.Tensor // scratch: inputs in m.inputs order
-	want    []int           // scratch: indices of the outputs to compute
+	want    []ortrun.Output // scratch: the outputs to compute
+	shapes  [][]int64       // scratch: per output, its known shape (m.outShapes) with the batch size filled in
 }
 
 func newInstance(m *model, s *ort.DynamicAdvancedSession) (*instance, error) {
@@ -32,7 +33,25 @@ func newInstance(m *model, s *ort.DynamicAdvancedSession) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &instance{m: m, session: s, run: r, in: make([]ortrun.Tensor, len(m.inputs))}, nil
+	i := &instance{m: m, session: s, run: r, in: make([]ortrun.Tensor, len(m.inputs)), shapes: make([][]int64, len(m.outputs))}
+	for k, o := range m.outShapes {
+		i.shapes[k] = slices.Clone(o.dims)
+	}
+	return i, nil
+}
+
+// output returns output k for ortrun, with its shape when the model file
+// fixes it: ONNX Runtime then writes it into Go memory in place.
+func (i *instance) output(k int, rows int64) ortrun.Output {
+	o := i.m.outShapes[k]
+	if o.dims == nil {
+		return ortrun.Output{Index: k}
+	}
+	shape := i.shapes[k]
+	if o.batch >= 0 {
+		shape[o.batch] = rows
+	}
+	return ortrun.Output{Index: k, Known: true, Shape: shape}
 }
 
 // Execute feeds the whole batch to the session at once: each input is the
@@ -52,18 +71,18 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	for k, name := range i.m.outputs {
 		if slices.Contains(i.m.always, k) {
 			// A state output: the server takes it from every request.
-			i.want = append(i.want, k)
+			i.want = append(i.want, i.output(k, b.Size()))
 			continue
 		}
 		for _, r := range b.Requests {
 			if r.Wants(name) {
-				i.want = append(i.want, k)
+				i.want = append(i.want, i.output(k, b.Size()))
 				break
 			}
 		}
 	}
 	b.MarkInputsDone()
-	outs, err := i.run.Run(ctx, i.in, i.want)
+	outs, err := i.run.RunOutputs(ctx, i.in, i.want)
 	b.MarkInferDone()
 	clear(i.in) // do not keep the requests' memory alive
 	if err != nil {
@@ -73,7 +92,7 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		return fmt.Errorf("ONNX Runtime failed to run model '%s' (%s): %w", i.m.spec.Name, i.m.src.file, classify(err))
 	}
 	for k, o := range outs {
-		name := i.m.outputs[i.want[k]]
+		name := i.m.outputs[i.want[k].Index]
 		dt := tritonType(ort.TensorElementDataType(o.Type))
 		if dt == tensor.Invalid {
 			return fmt.Errorf("model '%s' output '%s' has an ONNX element type with no Triton datatype (%d)", i.m.spec.Name, name, o.Type)

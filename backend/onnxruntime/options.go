@@ -2,6 +2,7 @@ package onnxruntime
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"strings"
@@ -31,13 +32,32 @@ type provider struct {
 	options map[string]string
 }
 
+// defaultConfigEntries are the session config entries every session gets
+// unless the configuration's parameters set them: the threads of ONNX
+// Runtime's pools do not spin while they wait for work. A spinning thread
+// keeps a core busy between the parallel parts of a run and between runs,
+// and in a server that core is one the request path, the batcher and the
+// other instances need. Measured on 2 cores with one instance (two intra-op
+// threads; docs/performance.md, issue #22): on add/sub the pool's idle
+// worker spun up to 30,000 instructions per run, twice the run's own work,
+// and none with spinning off; PP-OCR's classifier and Silero VAD served
+// 1.0–3.0 times as many requests with spinning off. A lone model on an
+// otherwise idle machine, where the latency of each parallel section
+// matters most, can turn spinning back on with
+// parameters { key: "session.intra_op.allow_spinning" value: { string_value: "1" } }.
+var defaultConfigEntries = map[string]string{
+	"session.intra_op.allow_spinning": "0",
+	"session.inter_op.allow_spinning": "0",
+}
+
 // planSession reads the Triton ONNX Runtime backend's parameters and
 // optimization settings from cfg. instances is the number of instances the
 // model runs with, gpu whether they are GPU instances (device the GPU id).
 //
-// Defaults suit a small CPU: each instance gets an equal share of the cores
-// for its intra-op pool (at least one) rather than every instance spinning
-// up one thread per core, and one inter-op thread.
+// Defaults suit a server: each instance gets an equal share of the cores
+// for its intra-op pool (at least one) rather than every instance starting
+// one thread per core, one inter-op thread, and pools whose threads do not
+// spin (defaultConfigEntries).
 func planSession(cfg *modelconfig.ModelConfig, instances int, gpu bool, device int) (sessionPlan, error) {
 	p := sessionPlan{interOpThreads: 1, graphLevel: ort.GraphOptimizationLevelEnableAll}
 	if instances > 0 && !gpu {
@@ -89,11 +109,9 @@ func planSession(cfg *modelconfig.ModelConfig, instances int, gpu bool, device i
 	if err != nil {
 		return p, err
 	}
+	p.configEntries = maps.Clone(defaultConfigEntries)
 	for k, v := range params {
 		if strings.HasPrefix(k, "session.") {
-			if p.configEntries == nil {
-				p.configEntries = map[string]string{}
-			}
 			p.configEntries[k] = v
 		}
 	}

@@ -3,6 +3,7 @@ package onnxruntime
 import (
 	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,16 @@ func TestPlanSessionDefaults(t *testing.T) {
 	if p.interOpThreads != 1 || p.parallel || p.graphLevel != ort.GraphOptimizationLevelEnableAll || p.memArena != nil || len(p.providers) != 0 {
 		t.Errorf("defaults: %+v", p)
 	}
+	if want := map[string]string{"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}; !maps.Equal(p.configEntries, want) {
+		t.Errorf("default config entries %v, want %v (pools that do not spin)", p.configEntries, want)
+	}
+	on, err := planSession(parse(t, `parameters { key: "session.intra_op.allow_spinning" value: { string_value: "1" } }`), 2, false, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on.configEntries["session.intra_op.allow_spinning"] != "1" || on.configEntries["session.inter_op.allow_spinning"] != "0" {
+		t.Errorf("config entries %v: the configuration's allow_spinning must win", on.configEntries)
+	}
 }
 
 func TestPlanSessionParameters(t *testing.T) {
@@ -54,7 +65,8 @@ optimization { graph { level: -1 } }`)
 	if p.memArena == nil || *p.memArena || p.memPattern == nil || !*p.memPattern {
 		t.Errorf("arena %v pattern %v", p.memArena, p.memPattern)
 	}
-	if !maps.Equal(p.configEntries, map[string]string{"session.use_device_allocator_for_initializers": "1"}) {
+	if !maps.Equal(p.configEntries, map[string]string{"session.use_device_allocator_for_initializers": "1",
+		"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}) {
 		t.Errorf("config entries %v", p.configEntries)
 	}
 	for level, want := range map[int32]ort.GraphOptimizationLevel{0: ort.GraphOptimizationLevelEnableAll, 1: ort.GraphOptimizationLevelEnableExtended, 2: ort.GraphOptimizationLevelDisableAll} {
@@ -225,5 +237,42 @@ func TestCheckConfig(t *testing.T) {
 				t.Fatalf("error %v, want %q and the file", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKnownShape: the outputs whose shape Execute knows before the run
+// (and ONNX Runtime writes in place) are those the model file fixes but for
+// the batch dimension, wherever the configuration puts it.
+func TestKnownShape(t *testing.T) {
+	outs := []ort.InputOutputInfo{
+		{Name: "fixed", Dimensions: ort.NewShape(-1, 16)},
+		{Name: "dynamic", Dimensions: ort.NewShape(-1, -1)},
+		{Name: "state", Dimensions: ort.NewShape(2, -1, 128)},
+		{Name: "scalar", Dimensions: ort.NewShape()},
+		{Name: "all fixed", Dimensions: ort.NewShape(3, 4)},
+	}
+	batching := parse(t, `max_batch_size: 8
+		sequence_batching { state { input_name: "state_in" output_name: "state" data_type: TYPE_FP32 dims: [ 2, 128 ] } }
+		parameters { key: "batch_axis:state" value: { string_value: "1" } }`)
+	plain := parse(t, `max_batch_size: 0`)
+	for _, tc := range []struct {
+		cfg  *modelconfig.ModelConfig
+		name string
+		want outputShape
+	}{
+		{batching, "fixed", outputShape{dims: []int64{-1, 16}, batch: 0}},
+		{batching, "dynamic", outputShape{}},
+		{batching, "state", outputShape{dims: []int64{2, -1, 128}, batch: 1}},
+		{batching, "scalar", outputShape{}}, // no dimension to batch along
+		{batching, "all fixed", outputShape{dims: []int64{3, 4}, batch: 0}},
+		{batching, "missing", outputShape{}},
+		{plain, "fixed", outputShape{}},
+		{plain, "scalar", outputShape{dims: []int64{}, batch: -1}},
+		{plain, "all fixed", outputShape{dims: []int64{3, 4}, batch: -1}},
+	} {
+		got, err := knownShape(tc.cfg, tc.name, outs)
+		if err != nil || !slices.Equal(got.dims, tc.want.dims) || (got.dims == nil) != (tc.want.dims == nil) || (got.dims != nil && got.batch != tc.want.batch) {
+			t.Errorf("knownShape(max_batch_size %d, %q) = %+v, %v; want %+v", tc.cfg.GetMaxBatchSize(), tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -19,6 +19,18 @@
 // output once, at its final size, and a second call per output copies it in
 // and releases ORT's value.
 //
+// When the caller knows an output's shape before the run (the Triton
+// backend does whenever the model file fixes every dimension but the
+// batch), [Session.RunOutputs] allocates the output's Go memory first and
+// hands ORT a value over it: ORT writes the output in place, and the
+// allocation inside ORT, the copy and the second cgo call disappear. On the
+// 16-element add/sub model that takes the instructions spent inside ORT per
+// run from 24,100 to 15,000 (callgrind; docs/performance.md, issue #22).
+// The output's element
+// type is the model's, read from the session by [NewSession], never the
+// caller's word: a buffer sized for another type could be overrun by
+// kernels that copy raw bytes.
+//
 // # Usage
 //
 // Set up onnxruntime_go first, then bind this package to the same library,
@@ -71,8 +83,10 @@
 //
 // Go memory is handed to C only for the duration of a call: inputs' Data is
 // pinned with runtime.Pinner while ORT reads it and is never retained, and
-// outputs are written into new Go slices that the caller then owns. ORT's
-// own output values are released before Run returns, on every path.
+// outputs are written into new Go slices that the caller then owns (also
+// pinned while ORT writes them in place). ORT's own output values, and the
+// values wrapping Go memory, are released before Run returns, on every
+// path.
 //
 // # Cancellation
 //

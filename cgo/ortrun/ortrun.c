@@ -42,6 +42,9 @@ typedef int (*ortrun_GetErrorCode_t)(const OrtStatus *);
 typedef const char *(*ortrun_GetErrorMessage_t)(const OrtStatus *);
 typedef OrtStatus *(*ortrun_Run_t)(OrtSession *, const OrtRunOptions *, const char *const *, const OrtValue *const *, size_t,
 	const char *const *, size_t, OrtValue **);
+typedef OrtStatus *(*ortrun_SessionGetOutputCount_t)(const OrtSession *, size_t *);
+typedef OrtStatus *(*ortrun_SessionGetOutputTypeInfo_t)(const OrtSession *, size_t, OrtTypeInfo **);
+typedef OrtStatus *(*ortrun_SessionGetOutputName_t)(const OrtSession *, size_t, OrtAllocator *, char **);
 typedef OrtStatus *(*ortrun_CreateRunOptions_t)(OrtRunOptions **);
 typedef OrtStatus *(*ortrun_RunOptionsSetTerminate_t)(OrtRunOptions *);
 typedef OrtStatus *(*ortrun_RunOptionsUnsetTerminate_t)(OrtRunOptions *);
@@ -51,6 +54,7 @@ typedef OrtStatus *(*ortrun_CreateTensorWithDataAsOrtValue_t)(const OrtMemoryInf
 typedef OrtStatus *(*ortrun_GetTensorMutableData_t)(OrtValue *, void **);
 typedef OrtStatus *(*ortrun_GetStringTensorDataLength_t)(const OrtValue *, size_t *);
 typedef OrtStatus *(*ortrun_GetStringTensorContent_t)(const OrtValue *, void *, size_t, size_t *, size_t);
+typedef OrtStatus *(*ortrun_CastTypeInfoToTensorInfo_t)(const OrtTypeInfo *, const OrtTensorTypeAndShapeInfo **);
 typedef OrtStatus *(*ortrun_GetTensorElementType_t)(const OrtTensorTypeAndShapeInfo *, int *);
 typedef OrtStatus *(*ortrun_GetDimensionsCount_t)(const OrtTensorTypeAndShapeInfo *, size_t *);
 typedef OrtStatus *(*ortrun_GetDimensions_t)(const OrtTensorTypeAndShapeInfo *, int64_t *, size_t);
@@ -58,10 +62,12 @@ typedef OrtStatus *(*ortrun_GetTensorShapeElementCount_t)(const OrtTensorTypeAnd
 typedef OrtStatus *(*ortrun_GetTensorTypeAndShape_t)(const OrtValue *, OrtTensorTypeAndShapeInfo **);
 typedef OrtStatus *(*ortrun_GetValueType_t)(const OrtValue *, int *);
 typedef OrtStatus *(*ortrun_CreateCpuMemoryInfo_t)(int, int, OrtMemoryInfo **);
+typedef OrtStatus *(*ortrun_AllocatorFree_t)(OrtAllocator *, void *);
 typedef OrtStatus *(*ortrun_GetAllocatorWithDefaultOptions_t)(OrtAllocator **);
 typedef void (*ortrun_ReleaseStatus_t)(OrtStatus *);
 typedef void (*ortrun_ReleaseValue_t)(OrtValue *);
 typedef void (*ortrun_ReleaseRunOptions_t)(OrtRunOptions *);
+typedef void (*ortrun_ReleaseTypeInfo_t)(OrtTypeInfo *);
 typedef void (*ortrun_ReleaseTensorTypeAndShapeInfo_t)(OrtTensorTypeAndShapeInfo *);
 typedef OrtStatus *(*ortrun_GetResizedStringTensorElementBuffer_t)(OrtValue *, size_t, size_t, char **);
 
@@ -215,6 +221,45 @@ ortrun_result ortrun_unset_terminate(const ortrun_env *env, OrtRunOptions *ro) {
 	return r;
 }
 
+// ortrun_output_type returns in *type the element type of the session's
+// output j, or 0 if it is not a tensor.
+static ortrun_result ortrun_output_type(const ortrun_fn *api, const OrtSession *session, size_t j, int *type) {
+	ortrun_result r = {0};
+	OrtTypeInfo *ti = NULL;
+	ORTRUN_TRY(api, SessionGetOutputTypeInfo, session, j, &ti);
+	const OrtTensorTypeAndShapeInfo *info = NULL; // owned by ti; NULL when not a tensor
+	const char *op = "CastTypeInfoToTensorInfo";
+	OrtStatus *st = ORTRUN_CALL(api, CastTypeInfoToTensorInfo)(ti, &info);
+	*type = 0;
+	if (st == NULL && info != NULL) {
+		op = "GetTensorElementType";
+		st = ORTRUN_CALL(api, GetTensorElementType)(info, type);
+	}
+	ORTRUN_CALL(api, ReleaseTypeInfo)(ti);
+	if (st != NULL) return ortrun_status(api, op, st);
+	return r;
+}
+
+ortrun_result ortrun_output_types(const ortrun_env *env, const OrtSession *session, const char *const *names, size_t n,
+		int *types) {
+	const ortrun_fn *api = env->api;
+	ortrun_result r = {0};
+	for (size_t i = 0; i < n; i++) types[i] = 0;
+	size_t count = 0;
+	ORTRUN_TRY(api, SessionGetOutputCount, session, &count);
+	for (size_t j = 0; j < count && r.code == ORTRUN_OK; j++) {
+		char *name = NULL;
+		ORTRUN_TRY(api, SessionGetOutputName, session, j, env->alloc, &name);
+		for (size_t i = 0; i < n && r.code == ORTRUN_OK; i++) {
+			if (strcmp(name, names[i]) == 0) r = ortrun_output_type(api, session, j, &types[i]);
+		}
+		OrtStatus *st = ORTRUN_CALL(api, AllocatorFree)(env->alloc, name);
+		if (st != NULL && r.code == ORTRUN_OK) r = ortrun_status(api, "AllocatorFree", st);
+		else if (st != NULL) ORTRUN_CALL(api, ReleaseStatus)(st);
+	}
+	return r;
+}
+
 static uint32_t ortrun_le32(const unsigned char *p) {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -285,24 +330,29 @@ static ortrun_result ortrun_fill(const ortrun_fn *api, OrtValue *v, const unsign
 static const int64_t ortrun_no_dims[1];
 static unsigned char ortrun_no_data[8];
 
-// ortrun_make_input creates the OrtValue for one input in *out. A numeric
-// tensor wraps in->data without copying (so in->data must stay valid until
-// *out is released); a string tensor gets its own copy of every element.
-static ortrun_result ortrun_make_input(const ortrun_env *env, const ortrun_input *in, const int64_t *dims, OrtValue **out) {
-	const ortrun_fn *api = env->api;
-	const int64_t *shape = in->rank > 0 ? dims + in->shape : ortrun_no_dims;
+// ortrun_wrap creates in *out an OrtValue over the numeric tensor t, without
+// copying: t->data must stay valid until *out is released.
+static ortrun_result ortrun_wrap(const ortrun_env *env, const ortrun_tensor *t, const int64_t *dims, OrtValue **out) {
 	ortrun_result r = {0};
-	if (in->type == ORTRUN_ELEM_STRING) {
-		r = ortrun_check_framing(in->data, in->len, in->count);
-		if (r.code != ORTRUN_OK) return r;
-		ORTRUN_TRY(api, CreateTensorAsOrtValue, env->alloc, shape, in->rank, in->type, out);
-		ortrun_live_add(1);
-		return ortrun_fill(api, *out, in->data, in->count);
-	}
-	void *data = in->len > 0 ? (void *)in->data : ortrun_no_data;
-	ORTRUN_TRY(api, CreateTensorWithDataAsOrtValue, env->mem, data, in->len, shape, in->rank, in->type, out);
+	const int64_t *shape = t->rank > 0 ? dims + t->shape : ortrun_no_dims;
+	void *data = t->len > 0 ? t->data : ortrun_no_data;
+	ORTRUN_TRY(env->api, CreateTensorWithDataAsOrtValue, env->mem, data, t->len, shape, t->rank, t->type, out);
 	ortrun_live_add(1);
 	return r;
+}
+
+// ortrun_make_input creates the OrtValue for one input in *out. A numeric
+// tensor wraps in->data (see ortrun_wrap); a string tensor gets its own copy
+// of every element.
+static ortrun_result ortrun_make_input(const ortrun_env *env, const ortrun_tensor *in, const int64_t *dims, OrtValue **out) {
+	if (in->type != ORTRUN_ELEM_STRING) return ortrun_wrap(env, in, dims, out);
+	const ortrun_fn *api = env->api;
+	const int64_t *shape = in->rank > 0 ? dims + in->shape : ortrun_no_dims;
+	ortrun_result r = ortrun_check_framing(in->data, in->len, in->count);
+	if (r.code != ORTRUN_OK) return r;
+	ORTRUN_TRY(api, CreateTensorAsOrtValue, env->alloc, shape, in->rank, in->type, out);
+	ortrun_live_add(1);
+	return ortrun_fill(api, *out, in->data, in->count);
 }
 
 // ortrun_describe fills *o from the output v, or says why the shim cannot
@@ -373,8 +423,8 @@ void ortrun_release_values(const ortrun_env *env, OrtValue **v, size_t n) {
 }
 
 ortrun_result ortrun_run(const ortrun_env *env, OrtSession *session, const OrtRunOptions *ro,
-		const ortrun_input *in, size_t n_in, const int64_t *dims, const char *const *in_names, OrtValue **in_vals,
-		const char *const *out_names, size_t n_out, OrtValue **out_vals, ortrun_output *outs) {
+		const ortrun_tensor *in, size_t n_in, const int64_t *dims, const char *const *in_names, OrtValue **in_vals,
+		const char *const *out_names, size_t n_out, const ortrun_tensor *pre, OrtValue **out_vals, ortrun_output *outs) {
 	const ortrun_fn *api = env->api;
 	ortrun_result r = {0};
 	for (size_t i = 0; i < n_in; i++) in_vals[i] = NULL;
@@ -386,16 +436,30 @@ ortrun_result ortrun_run(const ortrun_env *env, OrtSession *session, const OrtRu
 			r.tensor = i;
 		}
 	}
+	for (size_t i = 0; i < n_out && r.code == ORTRUN_OK; i++) {
+		if (pre[i].type == 0) continue;
+		r = ortrun_wrap(env, &pre[i], dims, &out_vals[i]);
+		if (r.code != ORTRUN_OK) {
+			r.side = ORTRUN_SIDE_OUTPUT;
+			r.tensor = i;
+		}
+	}
 	if (r.code == ORTRUN_OK) {
 		OrtStatus *st = ORTRUN_CALL(api, Run)(session, ro, in_names, (const OrtValue *const *)in_vals, n_in,
 			out_names, n_out, out_vals);
 		if (st != NULL) r = ortrun_status(api, "Run", st);
 		for (size_t i = 0; i < n_out; i++) {
-			if (out_vals[i] != NULL) ortrun_live_add(1);
+			if (out_vals[i] != NULL && pre[i].type == 0) ortrun_live_add(1);
 		}
 	}
 	ortrun_release_values(env, in_vals, n_in);
+	for (size_t i = 0; i < n_out; i++) {
+		// The value only wrapped the caller's memory, which holds the
+		// output if the run succeeded.
+		if (pre[i].type != 0) ortrun_release_values(env, &out_vals[i], 1);
+	}
 	for (size_t i = 0; i < n_out && r.code == ORTRUN_OK; i++) {
+		if (pre[i].type != 0) continue;
 		r = ortrun_describe(api, out_vals[i], &outs[i]);
 		if (r.code != ORTRUN_OK) {
 			r.side = ORTRUN_SIDE_OUTPUT;

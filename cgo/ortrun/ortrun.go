@@ -13,6 +13,8 @@ package ortrun
 // unmarked.
 #cgo noescape ortrun_run
 #cgo nocallback ortrun_run
+#cgo noescape ortrun_output_types
+#cgo nocallback ortrun_output_types
 #cgo noescape ortrun_take
 #cgo nocallback ortrun_take
 #cgo noescape ortrun_release_values
@@ -45,6 +47,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -61,6 +64,9 @@ var slots = map[string]int{
 	"GetErrorCode":                        C.ORTRUN_SLOT_GetErrorCode,
 	"GetErrorMessage":                     C.ORTRUN_SLOT_GetErrorMessage,
 	"Run":                                 C.ORTRUN_SLOT_Run,
+	"SessionGetOutputCount":               C.ORTRUN_SLOT_SessionGetOutputCount,
+	"SessionGetOutputTypeInfo":            C.ORTRUN_SLOT_SessionGetOutputTypeInfo,
+	"SessionGetOutputName":                C.ORTRUN_SLOT_SessionGetOutputName,
 	"CreateRunOptions":                    C.ORTRUN_SLOT_CreateRunOptions,
 	"RunOptionsSetTerminate":              C.ORTRUN_SLOT_RunOptionsSetTerminate,
 	"RunOptionsUnsetTerminate":            C.ORTRUN_SLOT_RunOptionsUnsetTerminate,
@@ -69,6 +75,7 @@ var slots = map[string]int{
 	"GetTensorMutableData":                C.ORTRUN_SLOT_GetTensorMutableData,
 	"GetStringTensorDataLength":           C.ORTRUN_SLOT_GetStringTensorDataLength,
 	"GetStringTensorContent":              C.ORTRUN_SLOT_GetStringTensorContent,
+	"CastTypeInfoToTensorInfo":            C.ORTRUN_SLOT_CastTypeInfoToTensorInfo,
 	"GetTensorElementType":                C.ORTRUN_SLOT_GetTensorElementType,
 	"GetDimensionsCount":                  C.ORTRUN_SLOT_GetDimensionsCount,
 	"GetDimensions":                       C.ORTRUN_SLOT_GetDimensions,
@@ -76,10 +83,12 @@ var slots = map[string]int{
 	"GetTensorTypeAndShape":               C.ORTRUN_SLOT_GetTensorTypeAndShape,
 	"GetValueType":                        C.ORTRUN_SLOT_GetValueType,
 	"CreateCpuMemoryInfo":                 C.ORTRUN_SLOT_CreateCpuMemoryInfo,
+	"AllocatorFree":                       C.ORTRUN_SLOT_AllocatorFree,
 	"GetAllocatorWithDefaultOptions":      C.ORTRUN_SLOT_GetAllocatorWithDefaultOptions,
 	"ReleaseStatus":                       C.ORTRUN_SLOT_ReleaseStatus,
 	"ReleaseValue":                        C.ORTRUN_SLOT_ReleaseValue,
 	"ReleaseRunOptions":                   C.ORTRUN_SLOT_ReleaseRunOptions,
+	"ReleaseTypeInfo":                     C.ORTRUN_SLOT_ReleaseTypeInfo,
 	"ReleaseTensorTypeAndShapeInfo":       C.ORTRUN_SLOT_ReleaseTensorTypeAndShapeInfo,
 	"GetResizedStringTensorElementBuffer": C.ORTRUN_SLOT_GetResizedStringTensorElementBuffer,
 }
@@ -202,16 +211,24 @@ type Session struct {
 
 	inputNames, outputNames []string
 	inNames, outNames       []*C.char // C strings, freed by Close
+	// placeTypes[i] is output i's element type if ORT can write it into
+	// the caller's memory: a tensor of a fixed-size type that is not also
+	// one of the inputs (ORT hands a graph input that is also an output
+	// back as the input's value, and writes nothing into the caller's);
+	// 0 otherwise.
+	placeTypes []int32
 
 	// Scratch for Run, reused from call to call. Everything here holds C
 	// pointers or plain values only; Run clears the Go pointers it pins.
-	descs     []C.ortrun_input
+	descs     []C.ortrun_tensor
+	pre       []C.ortrun_tensor // per wanted output: the memory ORT writes it into, if any
 	dims      []int64
 	inVals    []*C.OrtValue
 	outVals   []*C.OrtValue
 	outs      []C.ortrun_output
 	wantNames []*C.char
 	seen      []bool
+	specs     []Output // Run's want as RunOutputs takes it
 	pin       runtime.Pinner
 
 	// Cancellation: see Run.
@@ -225,8 +242,9 @@ type Session struct {
 
 // NewSession prepares s, an onnxruntime_go session, to be run by this
 // package: inputNames are the inputs every [Session.Run] feeds, in order,
-// and outputNames the outputs it can compute. It copies the names; it does
-// not take ownership of s, which must outlive the Session (destroy it after
+// and outputNames the outputs it can compute. It copies the names and
+// reads the outputs' element types from the session; it does not take
+// ownership of s, which must outlive the Session (destroy it after
 // [Session.Close]).
 func NewSession(s *ort.DynamicAdvancedSession, inputNames, outputNames []string) (*Session, error) {
 	e := env.Load()
@@ -251,8 +269,15 @@ func NewSession(s *ort.DynamicAdvancedSession, inputNames, outputNames []string)
 			}
 		}
 	}
+	outNames := cStrings(outputNames)
+	types := make([]C.int, len(outputNames))
+	if r := C.ortrun_output_types(e, sessionPointer(s), ptr(outNames), C.size_t(len(outNames)), ptr(types)); r.code != C.ORTRUN_OK {
+		freeCStrings(outNames)
+		return nil, fmt.Errorf("ortrun: NewSession: reading the outputs' types: %w", plainErr(&r))
+	}
 	rr := C.ortrun_new_run_options(e)
 	if rr.ro == nil {
+		freeCStrings(outNames)
 		return nil, fmt.Errorf("ortrun: NewSession: %w", plainErr(&rr.r))
 	}
 	ss := &Session{
@@ -262,13 +287,21 @@ func NewSession(s *ort.DynamicAdvancedSession, inputNames, outputNames []string)
 		inputNames:  append([]string(nil), inputNames...),
 		outputNames: append([]string(nil), outputNames...),
 		inNames:     cStrings(inputNames),
-		outNames:    cStrings(outputNames),
-		descs:       make([]C.ortrun_input, len(inputNames)),
+		outNames:    outNames,
+		placeTypes:  make([]int32, len(outputNames)),
+		descs:       make([]C.ortrun_tensor, len(inputNames)),
+		pre:         make([]C.ortrun_tensor, len(outputNames)),
 		inVals:      make([]*C.OrtValue, len(inputNames)),
 		outVals:     make([]*C.OrtValue, len(outputNames)),
 		outs:        make([]C.ortrun_output, len(outputNames)),
 		wantNames:   make([]*C.char, len(outputNames)),
 		seen:        make([]bool, len(outputNames)),
+		specs:       make([]Output, 0, len(outputNames)),
+	}
+	for i, t := range types {
+		if elemSize(int32(t)) > 0 && !slices.Contains(inputNames, outputNames[i]) {
+			ss.placeTypes[i] = int32(t)
+		}
 	}
 	ss.terminateFunc = ss.terminate
 	return ss, nil
@@ -282,6 +315,14 @@ func cStrings(ss []string) []*C.char {
 	return c
 }
 
+// freeCStrings frees the strings of c and clears it.
+func freeCStrings(c []*C.char) {
+	for i, p := range c {
+		C.free(unsafe.Pointer(p))
+		c[i] = nil
+	}
+}
+
 // Close releases the C resources the Session holds (its copies of the
 // names, its run options); it does not destroy the ort session. Close is
 // idempotent and always returns nil; it must not overlap a Run.
@@ -292,12 +333,8 @@ func (s *Session) Close() error {
 	s.closed = true
 	C.ortrun_release_run_options(s.env, s.ro)
 	s.ro = nil
-	for _, names := range [][]*C.char{s.inNames, s.outNames} {
-		for i, p := range names {
-			C.free(unsafe.Pointer(p))
-			names[i] = nil
-		}
-	}
+	freeCStrings(s.inNames)
+	freeCStrings(s.outNames)
 	return nil
 }
 
@@ -315,7 +352,8 @@ func (s *Session) terminate() {
 // they point to. Every returned tensor's Shape and Data are new Go memory,
 // allocated once, at its final size; ORT's own output buffers are released
 // before Run returns. A Shape of length 0 is a scalar. With an empty want,
-// Run only checks its arguments and returns no tensors.
+// Run only checks its arguments and returns no tensors. Run is
+// [Session.RunOutputs] with no output shape known in advance.
 //
 // Numeric inputs are handed to ORT without a copy (unless Data is not
 // aligned for its element type, when Run copies it first); STRING inputs
@@ -340,13 +378,50 @@ func (s *Session) Run(ctx context.Context, inputs []Tensor, want []int) ([]Tenso
 	if s == nil || s.closed {
 		return nil, errors.New("ortrun: Run: the session is closed")
 	}
+	s.specs = s.specs[:0]
+	for _, i := range want {
+		s.specs = append(s.specs, Output{Index: i})
+	}
+	return s.RunOutputs(ctx, inputs, s.specs)
+}
+
+// Output is one output for [Session.RunOutputs] to compute.
+type Output struct {
+	// Index is the output's index in the names given to [NewSession].
+	Index int
+	// Known says that the caller knows the output's shape before the run:
+	// Shape (of length 0 for a scalar). RunOutputs then allocates the
+	// output's Go memory first and ONNX Runtime writes the output straight
+	// into it, which saves ORT's own allocation, the copy out of it and its
+	// release. If the output turns out to have another shape, the run fails
+	// with ORT's error. Known is ignored for outputs of type STRING, whose
+	// size is not known before the run, for an output that is also one of
+	// the session's inputs, and for the types and values the package does
+	// not return (see the package documentation).
+	//
+	// The memory is allocated before ORT runs: a Shape far larger than the
+	// output will be costs that memory, or more than the process has.
+	Known bool
+	Shape []int64
+}
+
+// RunOutputs is [Session.Run] with the outputs to compute given as
+// [Output] values, in the order they are returned: the Data of those with a
+// known shape is written by ORT in place (one allocation for all of them);
+// the others are copied out of ORT's memory as Run does. The returned
+// Shapes are new Go memory, never the callers'. The element type of each
+// output is the model's, as the session reports it.
+func (s *Session) RunOutputs(ctx context.Context, inputs []Tensor, outputs []Output) ([]Tensor, error) {
+	if s == nil || s.closed {
+		return nil, errors.New("ortrun: Run: the session is closed")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ortrun: Run: %w (%w): not started", ErrTerminated, context.Cause(ctx))
 	}
 	if len(inputs) != len(s.inputNames) {
 		return nil, fmt.Errorf("ortrun: Run: %d inputs given, the session has %d", len(inputs), len(s.inputNames))
 	}
-	if err := s.setWant(want); err != nil {
+	if err := s.setWant(outputs); err != nil {
 		return nil, err
 	}
 	defer s.release()
@@ -356,8 +431,12 @@ func (s *Session) Run(ctx context.Context, inputs []Tensor, want []int) ([]Tenso
 			return nil, err
 		}
 	}
-	if len(want) == 0 {
+	if len(outputs) == 0 {
 		return nil, nil
+	}
+	out, err := s.preallocate(outputs)
+	if err != nil {
+		return nil, err
 	}
 	session := sessionPointer(s.ort)
 	if session == nil {
@@ -376,9 +455,10 @@ func (s *Session) Run(ctx context.Context, inputs []Tensor, want []int) ([]Tenso
 		s.callback.Add(1)
 		stop = context.AfterFunc(ctx, s.terminateFunc)
 	}
+	n := len(outputs)
 	r := C.ortrun_run(s.env, session, s.ro,
 		ptr(s.descs), C.size_t(len(s.descs)), (*C.int64_t)(ptr(s.dims)), ptr(s.inNames), ptr(s.inVals),
-		ptr(s.wantNames[:len(want)]), C.size_t(len(want)), ptr(s.outVals), ptr(s.outs))
+		ptr(s.wantNames[:n]), C.size_t(n), ptr(s.pre[:n]), ptr(s.outVals), ptr(s.outs))
 	terminated := false
 	if stop != nil {
 		if stop() {
@@ -394,25 +474,46 @@ func (s *Session) Run(ctx context.Context, inputs []Tensor, want []int) ([]Tenso
 		if terminated && r.code == C.ORTRUN_ERR_ORT && r.side == C.ORTRUN_SIDE_NONE {
 			return nil, fmt.Errorf("ortrun: Run: %w (%w): %w", ErrTerminated, context.Cause(ctx), plainErr(&r))
 		}
-		return nil, s.resultErr(&r, want)
+		return nil, s.resultErr(&r, outputs)
 	}
-	return s.take(want)
+	if err := s.take(outputs, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// setWant checks want and sets wantNames from it.
-func (s *Session) setWant(want []int) error {
+// setWant checks outputs and sets wantNames from them.
+func (s *Session) setWant(outputs []Output) error {
 	clear(s.seen)
-	for k, i := range want {
+	for k, o := range outputs {
+		i := o.Index
 		if i < 0 || i >= len(s.outputNames) {
-			return fmt.Errorf("ortrun: Run: want[%d] = %d is not an output index (the session has %d outputs)", k, i, len(s.outputNames))
+			return fmt.Errorf("ortrun: Run: outputs[%d].Index = %d is not an output index (the session has %d outputs)",
+				k, i, len(s.outputNames))
 		}
 		if s.seen[i] {
-			return fmt.Errorf("ortrun: Run: want lists output %d (%q) twice", i, s.outputNames[i])
+			return fmt.Errorf("ortrun: Run: output %d (%q) is asked for twice", i, s.outputNames[i])
 		}
 		s.seen[i] = true
 		s.wantNames[k] = s.outNames[i]
 	}
 	return nil
+}
+
+// elements returns the number of elements of shape, or an error naming
+// what of it is wrong.
+func elements(shape []int64) (uint64, error) {
+	count := uint64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+		}
+		if d != 0 && count > math.MaxInt/uint64(d) {
+			return 0, fmt.Errorf("shape %v has too many elements", shape)
+		}
+		count *= uint64(d)
+	}
+	return count, nil
 }
 
 // describe checks input i and fills its descriptor, pinning its data.
@@ -421,15 +522,9 @@ func (s *Session) describe(i int, t *Tensor) error {
 	if size == 0 && t.Type != typeString {
 		return fmt.Errorf("ortrun: Run: input %d (%q): element type %s is not supported", i, s.inputNames[i], typeName(t.Type))
 	}
-	count := uint64(1)
-	for _, d := range t.Shape {
-		if d < 0 {
-			return fmt.Errorf("ortrun: Run: input %d (%q): shape %v has a negative dimension", i, s.inputNames[i], t.Shape)
-		}
-		if d != 0 && count > math.MaxInt/uint64(d) {
-			return fmt.Errorf("ortrun: Run: input %d (%q): shape %v has too many elements", i, s.inputNames[i], t.Shape)
-		}
-		count *= uint64(d)
+	count, err := elements(t.Shape)
+	if err != nil {
+		return fmt.Errorf("ortrun: Run: input %d (%q): %w", i, s.inputNames[i], err)
 	}
 	data := t.Data
 	if size != 0 {
@@ -442,46 +537,111 @@ func (s *Session) describe(i int, t *Tensor) error {
 			data = append(make([]byte, 0, len(data)), data...)
 		}
 	}
+	s.descs[i] = s.tensorDesc(data, count, t.Shape, t.Type)
+	return nil
+}
+
+// tensorDesc returns the descriptor of a tensor over data, pinning data
+// and appending shape to s.dims.
+func (s *Session) tensorDesc(data []byte, count uint64, shape []int64, typ int32) C.ortrun_tensor {
 	var p unsafe.Pointer
 	if len(data) > 0 {
 		p = unsafe.Pointer(unsafe.SliceData(data))
 		s.pin.Pin(p)
 	}
-	s.descs[i] = C.ortrun_input{
+	d := C.ortrun_tensor{
 		data:  p,
 		len:   C.size_t(len(data)),
 		count: C.size_t(count),
 		shape: C.size_t(len(s.dims)),
-		rank:  C.size_t(len(t.Shape)),
-		_type: C.int(t.Type),
+		rank:  C.size_t(len(shape)),
+		_type: C.int(typ),
 	}
-	s.dims = append(s.dims, t.Shape...)
-	return nil
+	s.dims = append(s.dims, shape...)
+	return d
 }
 
-// release unpins the inputs' data and drops the pointers to it.
+// preallocate returns the result slice of a run, with the tensors of the
+// outputs ORT will write in place already made: their shapes and data in
+// one new allocation, the data pinned and described in s.pre.
+func (s *Session) preallocate(outputs []Output) ([]Tensor, error) {
+	out := make([]Tensor, len(outputs))
+	words := uint64(0) // 8-byte words for the shapes and data of the outputs ORT writes in place
+	for k, o := range outputs {
+		s.pre[k] = C.ortrun_tensor{}
+		if !s.inPlace(o) {
+			continue
+		}
+		count, err := elements(o.Shape)
+		if err == nil && count > math.MaxInt/8 {
+			err = fmt.Errorf("shape %v has too many elements", o.Shape)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ortrun: Run: output %d (%q): %w", o.Index, s.outputNames[o.Index], err)
+		}
+		words += uint64(len(o.Shape)) + (count*uint64(elemSize(s.placeTypes[o.Index]))+7)/8
+		if words > math.MaxInt/8 {
+			return nil, fmt.Errorf("ortrun: Run: output %d (%q): the outputs' %d words do not fit in a Go slice", o.Index, s.outputNames[o.Index], words)
+		}
+	}
+	if words == 0 {
+		return out, nil // none is written in place (a scalar has a word of data, any other shape a word per dimension)
+	}
+	buf := make([]int64, words)
+	for k, o := range outputs {
+		if !s.inPlace(o) {
+			continue
+		}
+		typ := s.placeTypes[o.Index]
+		count, _ := elements(o.Shape)
+		size := int(count) * elemSize(typ)
+		shape := buf[:len(o.Shape):len(o.Shape)]
+		copy(shape, o.Shape)
+		buf = buf[len(o.Shape):]
+		data := []byte{}
+		if size > 0 {
+			data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), size)
+			buf = buf[(size+7)/8:]
+		}
+		out[k] = Tensor{Type: typ, Shape: shape, Data: data}
+		s.pre[k] = s.tensorDesc(data, count, shape, typ)
+	}
+	return out, nil
+}
+
+// inPlace reports whether ORT is to write output o in place: its shape is
+// known and its element type has a fixed size.
+func (s *Session) inPlace(o Output) bool { return o.Known && s.placeTypes[o.Index] != 0 }
+
+// release unpins the inputs' and outputs' data and drops the pointers to it.
 func (s *Session) release() {
 	s.pin.Unpin()
 	clear(s.descs)
+	clear(s.pre)
 }
 
-// take copies the outputs ortrun_run left in outVals into Go memory.
-func (s *Session) take(want []int) ([]Tensor, error) {
-	n := len(want)
+// take copies the outputs ortrun_run left in outVals (those ORT allocated)
+// into Go memory, into out.
+func (s *Session) take(outputs []Output, out []Tensor) error {
+	n := len(outputs)
 	rank := 0
 	for k := range n {
-		rank += int(s.outs[k].rank)
+		if s.pre[k]._type == 0 {
+			rank += int(s.outs[k].rank)
+		}
 	}
 	var dims []int64
 	if rank > 0 {
 		dims = make([]int64, rank)
 	}
-	out := make([]Tensor, n)
 	for k := range n {
+		if s.pre[k]._type != 0 {
+			continue // written in place
+		}
 		o := &s.outs[k]
 		if uint64(o.size) > math.MaxInt {
 			C.ortrun_release_values(s.env, ptr(s.outVals[k:n]), C.size_t(n-k))
-			return nil, fmt.Errorf("ortrun: Run: output %d (%q): %d bytes do not fit in a Go slice", want[k], s.outputNames[want[k]], uint64(o.size))
+			return fmt.Errorf("ortrun: Run: output %d (%q): %d bytes do not fit in a Go slice", outputs[k].Index, s.outputNames[outputs[k].Index], uint64(o.size))
 		}
 		shape := dims[:o.rank:o.rank]
 		dims = dims[o.rank:]
@@ -491,11 +651,11 @@ func (s *Session) take(want []int) ([]Tensor, error) {
 		if r.code != C.ORTRUN_OK {
 			C.ortrun_release_values(s.env, ptr(s.outVals[k+1:n]), C.size_t(n-k-1))
 			r.side, r.tensor = C.ORTRUN_SIDE_OUTPUT, C.size_t(k)
-			return nil, s.resultErr(&r, want)
+			return s.resultErr(&r, outputs)
 		}
 		out[k] = Tensor{Type: int32(o._type), Shape: shape, Data: data}
 	}
-	return out, nil
+	return nil
 }
 
 // ptr returns a pointer to s's first element, or nil if s is empty.
@@ -515,14 +675,14 @@ func liveValues() int { return int(C.ortrun_live_values()) }
 
 // resultErr turns a Run result into an error, naming the input or output it
 // concerns, and frees the message it carries.
-func (s *Session) resultErr(r *C.ortrun_result, want []int) error {
+func (s *Session) resultErr(r *C.ortrun_result, outputs []Output) error {
 	err := plainErr(r)
 	switch r.side {
 	case C.ORTRUN_SIDE_INPUT:
 		i := int(r.tensor)
 		return fmt.Errorf("ortrun: Run: input %d (%q): %w", i, s.inputNames[i], err)
 	case C.ORTRUN_SIDE_OUTPUT:
-		i := want[int(r.tensor)]
+		i := outputs[int(r.tensor)].Index
 		return fmt.Errorf("ortrun: Run: output %d (%q): %w", i, s.outputNames[i], err)
 	}
 	return fmt.Errorf("ortrun: Run: %w", err)

@@ -24,6 +24,7 @@ typedef struct OrtMemoryInfo OrtMemoryInfo;
 typedef struct OrtAllocator OrtAllocator;
 typedef struct OrtSession OrtSession;
 typedef struct OrtRunOptions OrtRunOptions;
+typedef struct OrtTypeInfo OrtTypeInfo;
 
 // A slot of the OrtApi table. The table holds function pointers of many
 // types; each is cast to its real type (ortrun_<Function>_t in ortrun.c)
@@ -46,6 +47,9 @@ enum {
 	ORTRUN_SLOT_GetErrorCode = 1,                          // original API
 	ORTRUN_SLOT_GetErrorMessage = 2,                       // original API
 	ORTRUN_SLOT_Run = 9,                                   // original API
+	ORTRUN_SLOT_SessionGetOutputCount = 31,                // original API
+	ORTRUN_SLOT_SessionGetOutputTypeInfo = 34,             // original API
+	ORTRUN_SLOT_SessionGetOutputName = 37,                 // original API
 	ORTRUN_SLOT_CreateRunOptions = 39,                     // original API
 	ORTRUN_SLOT_RunOptionsSetTerminate = 46,               // original API
 	ORTRUN_SLOT_RunOptionsUnsetTerminate = 47,             // original API
@@ -54,6 +58,7 @@ enum {
 	ORTRUN_SLOT_GetTensorMutableData = 51,                 // original API
 	ORTRUN_SLOT_GetStringTensorDataLength = 53,            // original API
 	ORTRUN_SLOT_GetStringTensorContent = 54,               // original API
+	ORTRUN_SLOT_CastTypeInfoToTensorInfo = 55,             // original API
 	ORTRUN_SLOT_GetTensorElementType = 60,                 // original API
 	ORTRUN_SLOT_GetDimensionsCount = 61,                   // original API
 	ORTRUN_SLOT_GetDimensions = 62,                        // original API
@@ -61,10 +66,12 @@ enum {
 	ORTRUN_SLOT_GetTensorTypeAndShape = 65,                // original API
 	ORTRUN_SLOT_GetValueType = 67,                         // original API
 	ORTRUN_SLOT_CreateCpuMemoryInfo = 69,                  // original API
+	ORTRUN_SLOT_AllocatorFree = 76,                        // original API
 	ORTRUN_SLOT_GetAllocatorWithDefaultOptions = 78,       // original API
 	ORTRUN_SLOT_ReleaseStatus = 93,                        // original API
 	ORTRUN_SLOT_ReleaseValue = 96,                         // original API
 	ORTRUN_SLOT_ReleaseRunOptions = 97,                    // original API
+	ORTRUN_SLOT_ReleaseTypeInfo = 98,                      // original API
 	ORTRUN_SLOT_ReleaseTensorTypeAndShapeInfo = 99,        // original API
 	ORTRUN_SLOT_GetResizedStringTensorElementBuffer = 252, // ORT 1.15 (API 15)
 };
@@ -105,25 +112,27 @@ typedef struct {
 } ortrun_result;
 
 // ortrun_env is what Bind sets up, once per process: the OrtApi table, the
-// CPU memory info input tensors are created with, and ORT's default
-// allocator for string inputs. It is never freed.
+// CPU memory info tensors over Go memory are created with, and ORT's default
+// allocator for string inputs and output names. It is never freed.
 typedef struct {
 	const ortrun_fn *api;
 	OrtMemoryInfo *mem;
 	OrtAllocator *alloc;
 } ortrun_env;
 
-// ortrun_input describes one input tensor. data is Go memory, pinned by the
-// caller for the length of the ortrun_run call; it is NULL when len is 0.
-// The shape is dims[shape:shape+rank] of the dims array passed with it.
+// ortrun_tensor describes a tensor over Go memory: an input, which ORT
+// reads, or an output the caller has allocated, which ORT writes. data is
+// pinned by the caller for the length of the ortrun_run call; it is NULL
+// when len is 0. The shape is dims[shape:shape+rank] of the dims array
+// passed with it.
 typedef struct {
-	const void *data;
+	void *data;
 	size_t len;   // bytes
 	size_t count; // elements: the product of the dims
 	size_t shape;
 	size_t rank;
-	int type;     // ONNXTensorElementDataType
-} ortrun_input;
+	int type;     // ONNXTensorElementDataType; for an output, 0: ORT allocates it
+} ortrun_tensor;
 
 // ortrun_output describes one output, as ortrun_run found it.
 typedef struct {
@@ -172,16 +181,26 @@ ortrun_result ortrun_unset_terminate(const ortrun_env *env, OrtRunOptions *ro);
 // Triton's BYTES framing. It reads nothing outside data and touches no ORT.
 ortrun_result ortrun_check_framing(const unsigned char *data, size_t len, size_t n);
 
+// ortrun_output_types sets types[i] to the element type of the session's
+// output named names[i], or to 0 when the session has no tensor output of
+// that name.
+ortrun_result ortrun_output_types(const ortrun_env *env, const OrtSession *session, const char *const *names, size_t n,
+	int *types);
+
 // ortrun_run creates the n_in inputs described by in (with their shapes in
 // dims), runs session for the n_out outputs named out_names, releases the
-// inputs, and describes each output in outs. in_vals (n_in) and out_vals
-// (n_out) are the caller's scratch arrays; on success out_vals holds the
-// outputs, which the caller owns (see ortrun_take); on failure every value
-// has been released. Go memory reachable from in is used only during the
-// call.
+// inputs, and describes each output in outs. An output whose pre[i].type is
+// not 0 is written by ORT into the caller's memory pre[i] describes (its
+// shape in dims too): ORT fails the run if the output has another shape.
+// For such an output outs[i] and out_vals[i] are left alone (out_vals[i]
+// NULL): the data is in place when ortrun_run returns. in_vals (n_in) and
+// out_vals (n_out) are the caller's scratch arrays; on success out_vals
+// holds the outputs ORT allocated, which the caller owns (see ortrun_take);
+// on failure every value has been released. Go memory reachable from in and
+// pre is used only during the call.
 ortrun_result ortrun_run(const ortrun_env *env, OrtSession *session, const OrtRunOptions *ro,
-	const ortrun_input *in, size_t n_in, const int64_t *dims, const char *const *in_names, OrtValue **in_vals,
-	const char *const *out_names, size_t n_out, OrtValue **out_vals, ortrun_output *outs);
+	const ortrun_tensor *in, size_t n_in, const int64_t *dims, const char *const *in_names, OrtValue **in_vals,
+	const char *const *out_names, size_t n_out, const ortrun_tensor *pre, OrtValue **out_vals, ortrun_output *outs);
 
 // ortrun_take copies the output v, described by o, into dims (o->rank
 // entries) and data (o->size bytes), both Go memory used only during the

@@ -286,9 +286,9 @@ func TestInputErrors(t *testing.T) {
 			`input 2 ("TEXT"): malformed BYTES data: element 0 at offset 0: length 5 runs past the end of the data (1 bytes left)`},
 		{"too few inputs", func(in []ortrun.Tensor) []ortrun.Tensor { return in[:2] }, nil, false,
 			"2 inputs given, the session has 3"},
-		{"want out of range", nil, []int{0, 3}, false, "want[1] = 3 is not an output index (the session has 3 outputs)"},
-		{"want negative", nil, []int{-1}, false, "want[0] = -1 is not an output index"},
-		{"want twice", nil, []int{1, 2, 1}, false, `want lists output 1 ("SHIFTED") twice`},
+		{"want out of range", nil, []int{0, 3}, false, "outputs[1].Index = 3 is not an output index (the session has 3 outputs)"},
+		{"want negative", nil, []int{-1}, false, "outputs[0].Index = -1 is not an output index"},
+		{"want twice", nil, []int{1, 2, 1}, false, `output 1 ("SHIFTED") is asked for twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := good()
@@ -557,6 +557,14 @@ func TestNoLeaks(t *testing.T) {
 		}
 		if _, err := multi.run.Run(ctx, in, []int{0, 1, 2}); err != nil {
 			t.Fatal(err)
+		}
+		inPlace := []ortrun.Output{known(0, 1000, 4), known(1, 1000, 2), known(2, 1000)}
+		if _, err := multi.run.RunOutputs(ctx, in, inPlace); err != nil {
+			t.Fatal(err)
+		}
+		inPlace[1].Shape = []int64{2000} // ORT refuses the rank, after the outputs' values are made
+		if _, err := multi.run.RunOutputs(ctx, in, inPlace); err == nil {
+			t.Fatal("no shape error")
 		}
 		bad := slices.Clone(in)
 		bad[2].Data = text[:len(text)-1] // framing error, after two inputs are described
