@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton"
@@ -37,6 +38,44 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 		return nil, s.toStatus(err)
 	}
 	return resp, nil
+}
+
+// modelInferHandler is the service's handler of ModelInfer (see
+// [Service.Register]): the request is received into a [received], and a
+// response the codec should encode by reference goes back as an
+// [outgoing]. Interceptors see the plain messages; the request's buffer
+// goes to the response only when the response is the one ModelInfer
+// answered (an interceptor's own answer may alias anything: the buffer is
+// then left to the garbage collector).
+func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	s := srv.(*Service)
+	r := new(received)
+	if err := dec(r); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		resp, err := s.ModelInfer(ctx, &r.ModelInferRequest)
+		if err != nil {
+			r.release()
+			return nil, err
+		}
+		return r.answer(resp, resp.RawOutputContents), nil
+	}
+	var ours *inferencepb.ModelInferResponse
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: inferencepb.GRPCInferenceService_ModelInfer_FullMethodName}
+	reply, err := interceptor(ctx, &r.ModelInferRequest, info, func(ctx context.Context, req any) (any, error) {
+		resp, err := s.ModelInfer(ctx, req.(*inferencepb.ModelInferRequest))
+		ours = resp
+		return resp, err
+	})
+	if err != nil {
+		r.release()
+		return nil, err
+	}
+	if resp, ok := reply.(*inferencepb.ModelInferResponse); ok && resp != nil && resp == ours {
+		return r.answer(resp, resp.RawOutputContents), nil
+	}
+	return reply, nil
 }
 
 // inferCall is one request on its way through ModelInfer or
