@@ -2,21 +2,30 @@ package grpcapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/testmodels"
 )
 
 // testCodec is the service's codec over pool, passing tensors of min bytes
@@ -381,5 +390,216 @@ func TestArenaClasses(t *testing.T) {
 			t.Errorf("Get(%d): len %d cap %d, want cap %d", n, len(*b), cap(*b), size)
 		}
 		arenas.Put(b)
+	}
+}
+
+// mirrorService is the service over a server with "id", an identity model
+// (FP32 [-1], batching): its output is its input's memory.
+func mirrorService(t *testing.T) *Service {
+	t.Helper()
+	srv := testmodels.NewServer(t, map[string]string{
+		"id/config.pbtxt": `name: "id" backend: "mirror" max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]`,
+		"id/1/model": "",
+	}, triton.WithBackend("mirror", testmodels.Mirror))
+	return New(srv)
+}
+
+// mirrorRequest is an encoded request to "id" with n bytes of tensor,
+// and the response the model answers it with.
+func mirrorRequest(t *testing.T, id string, n int) (data []byte, want *inferencepb.ModelInferResponse) {
+	t.Helper()
+	raw := make([]byte, n)
+	for i := range raw {
+		raw[i] = byte(i + len(id))
+	}
+	shape := []int64{1, int64(n / 4)}
+	data, err := proto.Marshal(&inferencepb.ModelInferRequest{
+		ModelName: "id", Id: id,
+		Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: shape}},
+		RawInputContents: [][]byte{raw},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, &inferencepb.ModelInferResponse{
+		ModelName: "id", ModelVersion: "1", Id: id,
+		Outputs:           []*inferencepb.ModelInferResponse_InferOutputTensor{{Name: "OUTPUT0", Datatype: "FP32", Shape: shape}},
+		RawOutputContents: [][]byte{raw},
+	}
+}
+
+// checkEncoded checks an encoded response against want.
+func checkEncoded(t *testing.T, out mem.BufferSlice, want proto.Message) {
+	t.Helper()
+	got := want.ProtoReflect().New().Interface()
+	if err := proto.Unmarshal(out.Materialize(), got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		t.Errorf("response\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestModelInferHandler: Register serves ModelInfer with the service's
+// handler, which receives a large request into the codec's buffer and
+// hands that buffer to its response (an identity model's output is a
+// slice of it), or gives it back when the call fails; behind an
+// interceptor that answers with a message of its own the buffer is left
+// to the garbage collector.
+func TestModelInferHandler(t *testing.T) {
+	i := slices.IndexFunc(serviceDesc.Methods, func(m grpc.MethodDesc) bool { return m.MethodName == "ModelInfer" })
+	if i < 0 || reflect.ValueOf(serviceDesc.Methods[i].Handler).Pointer() != reflect.ValueOf(modelInferHandler).Pointer() {
+		t.Fatal("Register does not serve ModelInfer with modelInferHandler")
+	}
+	s := mirrorService(t)
+	data, want := mirrorRequest(t, "a", 64<<10)
+	call := func(t *testing.T, data []byte, interceptor grpc.UnaryServerInterceptor) (any, *countingPool, error) {
+		p := new(countingPool)
+		c := testCodec(p, minAlias)
+		reply, err := modelInferHandler(s, context.Background(), func(v any) error { return c.Unmarshal(chunks(data, 16384), v) }, interceptor)
+		if p.gets.Load() != 1 {
+			t.Fatalf("%d buffers taken from the pool, want 1", p.gets.Load())
+		}
+		return reply, p, err
+	}
+	pass := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(ctx, req)
+	}
+	for name, interceptor := range map[string]grpc.UnaryServerInterceptor{"direct": nil, "interceptor": pass} {
+		t.Run(name, func(t *testing.T) {
+			reply, p, err := call(t, data, interceptor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, ok := reply.(*outgoing)
+			if !ok || o.held == nil {
+				t.Fatalf("reply %T does not carry the request's buffer", reply)
+			}
+			out, err := testCodec(p, minAlias).Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEncoded(t, out, want)
+			if p.puts.Load() != 0 {
+				t.Fatal("the request's buffer went back while the encoded response references it")
+			}
+			out.Free()
+			if p.puts.Load() != 1 {
+				t.Errorf("%d puts once the response was written, want 1", p.puts.Load())
+			}
+		})
+	}
+	t.Run("failed", func(t *testing.T) {
+		bad := slices.Clone(data)
+		bad = protowire.AppendTag(bad, 2, protowire.BytesType) // model_version "x"
+		bad = protowire.AppendString(bad, "x")
+		_, p, err := call(t, bad, nil)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("version x: %v, want InvalidArgument", err)
+		}
+		if p.puts.Load() != 1 {
+			t.Errorf("%d puts after the failed call, want 1", p.puts.Load())
+		}
+	})
+	t.Run("replaced", func(t *testing.T) {
+		replace := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			resp, err := h(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return proto.Clone(resp.(proto.Message)), nil
+		}
+		reply, p, err := call(t, data, replace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := reply.(*outgoing); ok {
+			t.Fatal("the interceptor's own answer took the request's buffer")
+		}
+		if !proto.Equal(reply.(proto.Message), want) || p.puts.Load() != 0 {
+			t.Errorf("answer %v, %d puts; want the identity's answer and the buffer left alone", reply, p.puts.Load())
+		}
+	})
+}
+
+// fakeStream is a ModelStreamInfer call without a transport: it hands the
+// service its requests through the codec, as the transport's buffers, and
+// keeps what the codec encodes of its responses, as the transport does
+// until it has written them.
+type fakeStream struct {
+	grpc.ServerStream // unused methods
+	c                 codec
+	reqs              [][]byte
+	mu                sync.Mutex
+	sent              []mem.BufferSlice
+}
+
+func (f *fakeStream) Context() context.Context { return context.Background() }
+
+func (f *fakeStream) RecvMsg(m any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) == 0 {
+		return io.EOF
+	}
+	data := f.reqs[0]
+	f.reqs = f.reqs[1:]
+	return f.c.Unmarshal(chunks(data, 16384), m)
+}
+
+func (f *fakeStream) SendMsg(m any) error {
+	out, err := f.c.Marshal(m)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, out)
+	return nil
+}
+
+// TestStreamInferOwnership: each large request of a stream is received
+// into the codec's buffer, which goes back to the pool once its response
+// has been written, or at once for a request that fails.
+func TestStreamInferOwnership(t *testing.T) {
+	s := mirrorService(t)
+	p := new(countingPool)
+	f := &fakeStream{c: testCodec(p, minAlias)}
+	want := map[string]*inferencepb.ModelInferResponse{}
+	for i := range 6 {
+		data, w := mirrorRequest(t, fmt.Sprint(i), 40<<10+4*i)
+		w.Parameters = finalResponse()
+		want[w.Id] = w
+		f.reqs = append(f.reqs, data)
+	}
+	bad, _ := mirrorRequest(t, "bad", 40<<10)
+	f.reqs = append(f.reqs, protowire.AppendString(protowire.AppendTag(bad, 2, protowire.BytesType), "x"))
+	if err := s.streamInfer(f); err != nil {
+		t.Fatal(err)
+	}
+	if p.gets.Load() != 7 || p.puts.Load() != 1 {
+		t.Fatalf("%d buffers taken, %d back before the responses were written; want 7 and 1 (the failed request's)", p.gets.Load(), p.puts.Load())
+	}
+	if len(f.sent) != 7 {
+		t.Fatalf("%d responses, want 7", len(f.sent))
+	}
+	for _, out := range f.sent {
+		var r inferencepb.ModelStreamInferResponse
+		if err := proto.Unmarshal(out.Materialize(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if id := r.GetInferResponse().GetId(); id == "bad" {
+			if r.GetErrorMessage() == "" {
+				t.Error("the failed request was answered without an error message")
+			}
+		} else if !proto.Equal(r.GetInferResponse(), want[id]) || r.GetErrorMessage() != "" {
+			t.Errorf("response %q: %v", id, &r)
+		}
+		out.Free()
+	}
+	if p.puts.Load() != 7 {
+		t.Errorf("%d buffers back once the responses were written, want 7", p.puts.Load())
 	}
 }

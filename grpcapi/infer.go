@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -97,11 +98,18 @@ type outputSpec struct {
 	shm     []byte // the region's bytes for this output
 }
 
-func (c *inferCall) release() {
+// calls recycles inferCalls: nothing keeps one once its response is built
+// (the server borrows the request only until Infer returns).
+var calls = sync.Pool{New: func() any { return new(inferCall) }}
+
+// done releases the call's shared-memory views and recycles it, cleared,
+// so that the pool holds no request's memory.
+func (c *inferCall) done() {
 	for _, f := range c.releases {
 		f()
 	}
-	c.releases = nil
+	*c = inferCall{}
+	calls.Put(c)
 }
 
 func (c *inferCall) output(name string) *outputSpec {
@@ -128,9 +136,10 @@ func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest,
 	if sum.Decoupled && !streaming {
 		return nil, errorf(triton.Unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy")
 	}
-	c := &inferCall{maxBatch: sum.MaxBatchSize}
+	c := calls.Get().(*inferCall)
+	defer c.done()
+	c.maxBatch = sum.MaxBatchSize
 	c.req.Model, c.req.Version, c.req.ID = model, sum.Version, req.GetId()
-	defer c.release()
 	if err := requestParameters(&c.req, req.GetParameters()); err != nil {
 		return nil, err
 	}
