@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -140,9 +142,11 @@ func grpcMinimalServe(tb testing.TB, answer func(raw [][]byte) ([][]byte, error)
 // OUTPUTn with INPUTn, without copying: the same trivial work as
 // minimalMirror, so that comparing the two leaves only the adapters.
 // mirror has add_sub's two inputs, mirror1 one; both FP32 [-1] with
-// batching (max_batch_size 8, no dynamic batcher) and two instances, as
-// add_sub has.
-func grpcMirrorServer(tb testing.TB) *triton.Server {
+// batching (max_batch_size 8, no dynamic batcher) and the instances given:
+// as many as there are callers, so that no call waits for one (the minimal
+// server runs every call at once), leaves the server's scheduling out of
+// the comparison too.
+func grpcMirrorServer(tb testing.TB, instances int) *triton.Server {
 	tb.Helper()
 	config := func(name string, n int) string {
 		var ins, outs []string
@@ -150,8 +154,8 @@ func grpcMirrorServer(tb testing.TB) *triton.Server {
 			ins = append(ins, fmt.Sprintf(`{ name: "INPUT%d" data_type: TYPE_FP32 dims: [ -1 ] }`, i))
 			outs = append(outs, fmt.Sprintf(`{ name: "OUTPUT%d" data_type: TYPE_FP32 dims: [ -1 ] }`, i))
 		}
-		return fmt.Sprintf("name: %q backend: \"mirror\" max_batch_size: 8\ninput [ %s ]\noutput [ %s ]\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n",
-			name, strings.Join(ins, ", "), strings.Join(outs, ", "))
+		return fmt.Sprintf("name: %q backend: \"mirror\" max_batch_size: 8\ninput [ %s ]\noutput [ %s ]\ninstance_group [ { count: %d kind: KIND_CPU } ]\n",
+			name, strings.Join(ins, ", "), strings.Join(outs, ", "), instances)
 	}
 	return testmodels.NewServer(tb, map[string]string{
 		"mirror/config.pbtxt":  config("mirror", 2),
@@ -234,31 +238,39 @@ func grpcAddSubContender(name, model string, client inferencepb.GRPCInferenceSer
 // server (only ModelInfer, from our inferencepb) on TCP loopback, one
 // client connection each, add_sub's FP32 [1, 16] inputs in
 // raw_input_contents, at 1, 16 and 64 concurrent callers, in interleaved
-// rounds of 1 s:
+// rounds of half a second:
 //
-//	go test -run '^$' -bench 'GRPCAddSub' -benchtime 8x ./internal/compare/
+//	go test -run '^$' -bench 'GRPCAddSub' -benchtime 20x ./internal/compare/
 //
 // In onnx, both run add_sub on ONNX Runtime: ours through the onnxruntime
 // backend (two instances, one intra-op thread each), the minimal server on
 // one raw session (one intra-op thread) that every call runs concurrently
 // (rawAddSub). In mirror, both answer with the inputs as the outputs (ours
-// through a Go backend, two instances), so that only the adapters differ.
+// through a Go backend with 64 instances, so that no call waits for one),
+// so that only the adapters differ.
+// Besides paired's req/s and ratios, a [meter] reports CPU time and bytes
+// allocated per request (client and server together) and the rounds' CPU
+// ratios minimal ÷ ours.
 func BenchmarkGRPCAddSub(b *testing.B) {
 	concurrency := []int{1, 16, 64}
 	b.Run("onnx", func(b *testing.B) {
 		srv := addSubServer(b, addSubConfig(2))
 		minimal := grpcMinimalServe(b, minimalAddSub(rawSession(b, 1)))
 		ours := grpcOurs(b, srv)
-		paired(b, time.Second, concurrency,
-			grpcAddSubContender("minimal", "add_sub", minimal),
-			grpcAddSubContender("ours", "add_sub", ours))
+		var m meter
+		paired(b, time.Second/2, concurrency,
+			m.wrap(grpcAddSubContender("minimal", "add_sub", minimal)),
+			m.wrap(grpcAddSubContender("ours", "add_sub", ours)))
+		m.report(b, "minimal")
 	})
 	b.Run("mirror", func(b *testing.B) {
 		minimal := grpcMinimalServe(b, minimalMirror)
-		ours := grpcOurs(b, grpcMirrorServer(b))
-		paired(b, time.Second, concurrency,
-			grpcAddSubContender("minimal", "mirror", minimal),
-			grpcAddSubContender("ours", "mirror", ours))
+		ours := grpcOurs(b, grpcMirrorServer(b, 64))
+		var m meter
+		paired(b, time.Second/2, concurrency,
+			m.wrap(grpcAddSubContender("minimal", "mirror", minimal)),
+			m.wrap(grpcAddSubContender("ours", "mirror", ours)))
+		m.report(b, "minimal")
 	})
 }
 
@@ -276,39 +288,83 @@ func grpcLargeRequest(n int) *inferencepb.ModelInferRequest {
 	}
 }
 
-// allocMeter measures the bytes the process allocates per request in a
-// contender's runs.
-type allocMeter struct {
-	mu       sync.Mutex
-	bytes    map[string]float64
-	requests map[string]float64
+// meter measures, for each run of a contender, the process's CPU time
+// (user and system, every thread: the clients', the servers', ONNX
+// Runtime's, the garbage collector's) and the bytes it allocates, per
+// request. On a machine that other work shares, CPU time per request
+// drifts less than throughput.
+type meter struct {
+	mu   sync.Mutex
+	runs map[meterKey][]meterRun
 }
 
-// wrap makes x's runs counted under its name.
-func (m *allocMeter) wrap(x contender) contender {
+type meterKey struct {
+	name string
+	c    int
+}
+
+type meterRun struct{ cpu, bytes float64 } // per request: µs, bytes
+
+// wrap makes x's runs measured.
+func (m *meter) wrap(x contender) contender {
 	run := x.run
 	x.run = func(c int, d time.Duration) load {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
+		cpu0 := processCPU()
 		l := run(c, d)
+		cpu := processCPU() - cpu0
 		runtime.ReadMemStats(&after)
+		n := l.rps * d.Seconds()
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.bytes == nil {
-			m.bytes, m.requests = map[string]float64{}, map[string]float64{}
+		if m.runs == nil {
+			m.runs = map[meterKey][]meterRun{}
 		}
-		m.bytes[x.name] += float64(after.TotalAlloc - before.TotalAlloc)
-		m.requests[x.name] += l.rps * d.Seconds()
+		k := meterKey{x.name, c}
+		m.runs[k] = append(m.runs[k], meterRun{cpu: float64(cpu.Microseconds()) / n, bytes: float64(after.TotalAlloc-before.TotalAlloc) / n})
 		return l
 	}
 	return x
 }
 
-// report reports each contender's mean bytes allocated per request.
-func (m *allocMeter) report(b *testing.B) {
-	for name, n := range m.bytes {
-		b.ReportMetric(n/m.requests[name], name+"/B/req")
+// report reports per contender and concurrency the medians of CPU µs and
+// bytes allocated per request, and for contenders other than base the
+// median and range of the rounds' CPU ratios base ÷ contender (above 1:
+// cheaper than base; what throughput would be, were the CPU the only
+// limit).
+func (m *meter) report(b *testing.B, base string) {
+	median := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
 	}
+	for k, runs := range m.runs {
+		var cpu, bytes, ratio []float64
+		for i, r := range runs {
+			cpu, bytes = append(cpu, r.cpu), append(bytes, r.bytes)
+			if bs := m.runs[meterKey{base, k.c}]; k.name != base && i < len(bs) {
+				ratio = append(ratio, bs[i].cpu/r.cpu)
+			}
+		}
+		prefix := fmt.Sprintf("%s/c%d-", k.name, k.c)
+		b.ReportMetric(median(cpu), prefix+"cpu-µs/req")
+		b.ReportMetric(median(bytes), prefix+"B/req")
+		if len(ratio) > 0 {
+			b.ReportMetric(median(ratio), prefix+"cpu-ratio")
+			b.ReportMetric(slices.Min(ratio), prefix+"cpu-ratio-min")
+			b.ReportMetric(slices.Max(ratio), prefix+"cpu-ratio-max")
+		}
+	}
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // BenchmarkGRPCLarge sends one 16 MiB FP32 tensor in raw_input_contents to
@@ -318,13 +374,14 @@ func (m *allocMeter) report(b *testing.B) {
 // grpcapi.ServerOptions (its codec: inputs alias the received buffer,
 // outputs are written from the tensors' memory), and the minimal server
 // (protobuf codec), each on TCP loopback with one client connection, at 1
-// and 4 concurrent callers, in interleaved rounds of 2 s. <name>/B/req is
-// what the whole process (client included: it unmarshals each 16 MiB
-// answer with a copy) allocates per request.
+// and 4 concurrent callers, in interleaved rounds of 2 s. A [meter] reports
+// CPU time and bytes allocated per request of the whole process (the
+// client included: it unmarshals each 16 MiB answer with a copy) and the
+// rounds' CPU ratios before ÷ contender.
 //
 //	go test -run '^$' -bench 'GRPCLarge' -benchtime 6x ./internal/compare/
 func BenchmarkGRPCLarge(b *testing.B) {
-	srv := grpcMirrorServer(b)
+	srv := grpcMirrorServer(b, 4)
 	before := grpcOurs(b, srv, protoCodecOptions()...)
 	ours := grpcOurs(b, srv)
 	minimal := grpcMinimalServe(b, minimalMirror)
@@ -340,10 +397,10 @@ func BenchmarkGRPCLarge(b *testing.B) {
 			})
 		}}
 	}
-	var m allocMeter
+	var m meter
 	paired(b, 2*time.Second, []int{1, 4},
 		m.wrap(contend("before", before)), m.wrap(contend("ours", ours)), m.wrap(contend("minimal", minimal)))
-	m.report(b)
+	m.report(b, "before")
 }
 
 // TestGRPCMinimal: the minimal gRPC server answers add_sub correctly on
@@ -388,7 +445,7 @@ func TestGRPCOurs(t *testing.T) {
 	if err := grpcCheckAddSub(4, resp); err != nil {
 		t.Error(err)
 	}
-	srv := grpcMirrorServer(t)
+	srv := grpcMirrorServer(t, 1)
 	for name, client := range map[string]inferencepb.GRPCInferenceServiceClient{
 		"codec": grpcOurs(t, srv), "proto": grpcOurs(t, srv, protoCodecOptions()...),
 	} {
