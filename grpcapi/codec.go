@@ -194,9 +194,14 @@ func large(raw [][]byte) bool {
 // encoded head rather than referenced: one buffer less for the transport.
 const inlineOutput = 1 << 10
 
-// rawAlign is the alignment of each raw_input_contents entry in a
-// request's buffer: the largest element size.
-const rawAlign = 8
+// rawAlign is the alignment of each raw_input_contents entry of alignFrom
+// bytes or more in a request's buffer: the largest element size. Smaller
+// entries are not padded (a backend gets an aligned copy of those few
+// bytes where it needs one), so that padding adds at most 11%.
+const (
+	rawAlign  = 8
+	alignFrom = 64
+)
 
 // layout is what a request's first pass finds: the bytes of its fields
 // other than raw_input_contents, and of its raw_input_contents entries.
@@ -204,6 +209,7 @@ type layout struct {
 	other   int // those fields, tags and lengths included, as received
 	raw     int // the entries' bytes
 	entries int
+	aligned int // entries of alignFrom bytes or more
 }
 
 // decode decodes data into r with its raw_input_contents in a buffer of
@@ -212,10 +218,9 @@ type layout struct {
 // an unusual shape (a top-level field that is not length-delimited, or a
 // truncated one), which protobuf then decodes as it decodes any message.
 //
-// The buffer holds the request's fields as received, the entries apart
-// and padded to rawAlign: at most 7 bytes more per entry, each of which
-// took at least 3 bytes on the wire (protobuf's own decoding spends a
-// 24-byte slice header per entry, as this one does).
+// The buffer holds the request's fields as received, followed by the
+// entries, those of alignFrom bytes or more each at a multiple of
+// rawAlign.
 func (r *received) decode(data mem.BufferSlice, pool mem.BufferPool, min int) (done bool, err error) {
 	if data.Len() < min || data.Len() == 0 {
 		return false, nil
@@ -225,25 +230,27 @@ func (r *received) decode(data mem.BufferSlice, pool mem.BufferPool, min int) (d
 	if !ok || l.raw < min {
 		return false, nil
 	}
-	buf := pool.Get(l.other + l.raw + l.entries*(rawAlign-1) + rawAlign)
+	buf := pool.Get(l.other + l.raw + l.aligned*(rawAlign-1))
 	held := mem.NewBuffer(buf, pool)
 	b := *buf
 	raws := make([][]byte, 0, l.entries)
-	// The other fields go first, the entries after them, each aligned.
-	other, at := 0, alignUp(b, l.other)
+	other, at := 0, l.other
 	rd := data.Reader()
 	defer rd.Close()
 	var hdr [2 * binaryVarintMax]byte
 	for rd.Remaining() > 0 {
 		num, n, h := readHeader(rd, hdr[:0])
 		if num == rawInputField {
+			if n >= alignFrom {
+				at = alignUp(b, at)
+			}
 			entry := b[at : at+n : at+n]
 			if _, err := io.ReadFull(rd, entry); err != nil {
 				held.Free()
 				return true, err
 			}
 			raws = append(raws, entry)
-			at = alignUp(b, at+n)
+			at += n
 			continue
 		}
 		other += copy(b[other:], h)
@@ -278,6 +285,9 @@ func scan(data mem.BufferSlice) (l layout, ok bool) {
 		if num == rawInputField {
 			l.raw += n
 			l.entries++
+			if n >= alignFrom {
+				l.aligned++
+			}
 		} else {
 			l.other += len(h) + n
 		}
