@@ -356,9 +356,13 @@ func appendResponse(out mem.BufferSlice, m *inferencepb.ModelInferResponse, held
 		Outputs:      m.Outputs,
 	}
 	head.ProtoReflect().SetUnknown(m.ProtoReflect().GetUnknown())
-	size := proto.Size(head)
-	b := make([]byte, 0, size+len(m.RawOutputContents)*(1+binaryVarintMax))
-	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, head)
+	size := proto.Size(head) + len(m.RawOutputContents)*(1+binaryVarintMax)
+	for _, data := range m.RawOutputContents {
+		if len(data) < inlineOutput {
+			size += len(data)
+		}
+	}
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 0, size), head)
 	if err != nil {
 		return out, 0, fmt.Errorf("grpcapi: marshaling response of model '%s': %w", m.ModelName, err)
 	}
