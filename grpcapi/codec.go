@@ -1,6 +1,7 @@
 package grpcapi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/bits"
@@ -237,7 +238,7 @@ func (r *received) decode(data mem.BufferSlice, pool mem.BufferPool, min int) (d
 	other, at := 0, l.other
 	rd := data.Reader()
 	defer rd.Close()
-	var hdr [2 * binaryVarintMax]byte
+	var hdr [2 * binary.MaxVarintLen64]byte
 	for rd.Remaining() > 0 {
 		num, n, h := readHeader(rd, hdr[:0])
 		if num == rawInputField {
@@ -268,15 +269,12 @@ func (r *received) decode(data mem.BufferSlice, pool mem.BufferPool, min int) (d
 	return true, nil
 }
 
-// binaryVarintMax is the longest varint protobuf accepts (64 bits).
-const binaryVarintMax = 10
-
 // scan is a request's first pass: the size of its parts, or ok false for a
 // message decode leaves to protobuf.
 func scan(data mem.BufferSlice) (l layout, ok bool) {
 	rd := data.Reader()
 	defer rd.Close()
-	var hdr [2 * binaryVarintMax]byte
+	var hdr [2 * binary.MaxVarintLen64]byte
 	for rd.Remaining() > 0 {
 		num, n, h := readHeader(rd, hdr[:0])
 		if num < 0 || n > rd.Remaining() {
@@ -320,13 +318,13 @@ func readHeader(rd *mem.Reader, h []byte) (num protowire.Number, n int, _ []byte
 // readVarint reads a varint from rd, as protowire.ConsumeVarint does,
 // appending its bytes to h.
 func readVarint(rd *mem.Reader, h []byte) (_ []byte, v uint64, ok bool) {
-	for i := range binaryVarintMax {
+	for i := range binary.MaxVarintLen64 {
 		c, err := rd.ReadByte()
 		if err != nil {
 			return h, 0, false
 		}
 		h = append(h, c)
-		if i == binaryVarintMax-1 && c > 1 {
+		if i == binary.MaxVarintLen64-1 && c > 1 {
 			return h, 0, false // overflows 64 bits
 		}
 		v |= uint64(c&0x7f) << (7 * i)
@@ -356,7 +354,7 @@ func appendResponse(out mem.BufferSlice, m *inferencepb.ModelInferResponse, held
 		Outputs:      m.Outputs,
 	}
 	head.ProtoReflect().SetUnknown(m.ProtoReflect().GetUnknown())
-	size := proto.Size(head) + len(m.RawOutputContents)*(1+binaryVarintMax)
+	size := proto.Size(head) + len(m.RawOutputContents)*(1+binary.MaxVarintLen64)
 	for _, data := range m.RawOutputContents {
 		if len(data) < inlineOutput {
 			size += len(data)
