@@ -194,9 +194,9 @@ var serviceDesc = func() grpc.ServiceDesc {
 // worker goroutine per CPU (grpc-go's NumStreamWorkers, at the number its
 // authors advise), which serve calls one after another on stacks already
 // grown instead of starting a goroutine per call whose stack grows anew
-// (about a tenth of the instructions of a small ModelInfer, client
-// included); a call that finds every worker busy gets a goroutine of its
-// own, as without workers.
+// (a fifth of the instructions a small ModelInfer costs, client included,
+// in the count of docs/performance.md); a call that finds every worker
+// busy gets a goroutine of its own, as without workers.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageSize),
