@@ -382,7 +382,7 @@ type grpcMeterKey struct {
 	c    int
 }
 
-type grpcMeterRun struct{ cpu, bytes, rps float64 } // per request: µs, bytes
+type grpcMeterRun struct{ cpu, bytes, rps float64 } // CPU µs and bytes per request, req/s
 
 // wrap makes x's runs measured.
 func (m *grpcMeter) wrap(x contender) contender {
