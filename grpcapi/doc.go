@@ -24,6 +24,15 @@
 // registration, and trace and log settings. gzip-compressed calls are
 // accepted (the gzip codec is registered on import).
 //
+// Large tensors: with the codec of [ServerOptions] ([ServerCodec]) and the
+// handlers [Service.Register] installs, raw_input_contents and
+// raw_output_contents of 32 KiB or more are not copied by protobuf: a
+// request's tensors are read off the transport once, into a pooled buffer
+// (each 8-byte aligned) that the backend reads in place and that goes back
+// to the pool once the response is written; a response's tensors are
+// written from the backend's memory. Other messages, and smaller tensors,
+// go through grpc-go's protobuf codec as usual.
+//
 // A call's deadline becomes its ctx deadline, and a cancelled call
 // cancels its queued or running requests. Errors are gRPC statuses whose
 // codes come from [triton.Code] through one table (Triton's mapping, plus

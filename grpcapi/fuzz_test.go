@@ -17,7 +17,10 @@ import (
 // FuzzModelInfer hands arbitrary ModelInferRequest messages (any bytes
 // that decode as one) to ModelInfer on every test model but the blocking
 // one. It must never panic, answer every failure with a gRPC status, and
-// never answer INTERNAL or UNKNOWN for a request it refused.
+// never answer INTERNAL or UNKNOWN for a request it refused. Each message
+// is decoded as the service's codec decodes a request it receives (every
+// tensor by reference, from buffers of a few bytes), which must give what
+// proto.Unmarshal gives, and that is the request ModelInfer runs.
 func FuzzModelInfer(f *testing.F) {
 	raw := func(n int) []byte { return make([]byte, n) }
 	seeds := []*inferencepb.ModelInferRequest{
@@ -58,13 +61,22 @@ func FuzzModelInfer(f *testing.F) {
 	f.Cleanup(func() { _ = srv.Close() })
 	svc := grpcapi.New(srv)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req := &inferencepb.ModelInferRequest{}
-		if proto.Unmarshal(data, req) != nil {
+		want := &inferencepb.ModelInferRequest{}
+		wantErr := proto.Unmarshal(data, want)
+		req, release, err := grpcapi.DecodeThroughCodec(data, 3)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("codec's decoding: error %v, protobuf's %v", err, wantErr)
+		}
+		if err != nil {
 			return
+		}
+		defer release()
+		if !proto.Equal(req, want) {
+			t.Fatalf("codec decoded\n%v\nprotobuf decodes\n%v", req, want)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := svc.ModelInfer(ctx, req)
+		_, err = svc.ModelInfer(ctx, req)
 		if err == nil {
 			return
 		}

@@ -6,9 +6,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton"
@@ -39,6 +41,44 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 	return resp, nil
 }
 
+// modelInferHandler is the service's handler of ModelInfer (see
+// [Service.Register]): the request is received into a [received], and a
+// response the codec should encode by reference goes back as an
+// [outgoing]. Interceptors see the plain messages; the request's buffer
+// goes to the response only when the response is the one ModelInfer
+// answered (an interceptor's own answer may alias anything: the buffer is
+// then left to the garbage collector).
+func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	s := srv.(*Service)
+	r := new(received)
+	if err := dec(r); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		resp, err := s.ModelInfer(ctx, &r.ModelInferRequest)
+		if err != nil {
+			r.release()
+			return nil, err
+		}
+		return r.answer(resp, resp.RawOutputContents), nil
+	}
+	var ours *inferencepb.ModelInferResponse
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: inferencepb.GRPCInferenceService_ModelInfer_FullMethodName}
+	reply, err := interceptor(ctx, &r.ModelInferRequest, info, func(ctx context.Context, req any) (any, error) {
+		resp, err := s.ModelInfer(ctx, req.(*inferencepb.ModelInferRequest))
+		ours = resp
+		return resp, err
+	})
+	if err != nil {
+		r.release()
+		return nil, err
+	}
+	if resp, ok := reply.(*inferencepb.ModelInferResponse); ok && resp != nil && resp == ours {
+		return r.answer(resp, resp.RawOutputContents), nil
+	}
+	return reply, nil
+}
+
 // inferCall is one request on its way through ModelInfer or
 // ModelStreamInfer.
 type inferCall struct {
@@ -58,11 +98,18 @@ type outputSpec struct {
 	shm     []byte // the region's bytes for this output
 }
 
-func (c *inferCall) release() {
+// calls recycles inferCalls: nothing keeps one once its response is built
+// (the server borrows the request only until Infer returns).
+var calls = sync.Pool{New: func() any { return new(inferCall) }}
+
+// done releases the call's shared-memory views and recycles it, cleared,
+// so that the pool holds no request's memory.
+func (c *inferCall) done() {
 	for _, f := range c.releases {
 		f()
 	}
-	c.releases = nil
+	*c = inferCall{}
+	calls.Put(c)
 }
 
 func (c *inferCall) output(name string) *outputSpec {
@@ -89,9 +136,10 @@ func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest,
 	if sum.Decoupled && !streaming {
 		return nil, errorf(triton.Unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy")
 	}
-	c := &inferCall{maxBatch: sum.MaxBatchSize}
+	c := calls.Get().(*inferCall)
+	defer c.done()
+	c.maxBatch = sum.MaxBatchSize
 	c.req.Model, c.req.Version, c.req.ID = model, sum.Version, req.GetId()
-	defer c.release()
 	if err := requestParameters(&c.req, req.GetParameters()); err != nil {
 		return nil, err
 	}

@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -776,4 +779,92 @@ func TestModelInferSharedMemory(t *testing.T) {
 	shmIn.Parameters = params("shared_memory_region", "region", "shared_memory_offset", 100, "shared_memory_byte_size", 64)
 	_, err = f.client.ModelInfer(t.Context(), req)
 	wantStatus(t, err, codes.InvalidArgument, "Invalid offset + byte size for shared memory region: 'region'")
+}
+
+// largeRequest is a request to id_FP32 with one FP32 [1, n/4] input of n
+// bytes whose contents depend on seed.
+func largeRequest(seed, n int) *inferencepb.ModelInferRequest {
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(seed*31 + i*7 + i>>10)
+	}
+	return &inferencepb.ModelInferRequest{
+		ModelName:        "id_FP32",
+		Id:               fmt.Sprint(seed),
+		Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{in("INPUT0", "FP32", 1, int64(n/4))},
+		RawInputContents: [][]byte{data},
+	}
+}
+
+// checkLarge checks an identity model's answer to a largeRequest.
+func checkLarge(resp *inferencepb.ModelInferResponse, req *inferencepb.ModelInferRequest) error {
+	if resp.GetId() != req.GetId() || len(resp.GetRawOutputContents()) != 1 || len(resp.GetOutputs()) != 1 {
+		return fmt.Errorf("request %s: response %s with %d outputs", req.GetId(), resp.GetId(), len(resp.GetRawOutputContents()))
+	}
+	if !slices.Equal(resp.GetOutputs()[0].GetShape(), req.GetInputs()[0].GetShape()) {
+		return fmt.Errorf("request %s: output shape %v", req.GetId(), resp.GetOutputs()[0].GetShape())
+	}
+	if !bytes.Equal(resp.GetRawOutputContents()[0], req.GetRawInputContents()[0]) {
+		return fmt.Errorf("request %s: output differs from its input", req.GetId())
+	}
+	return nil
+}
+
+// TestModelInferLargeTensors: tensors large enough for the codec to pass
+// them by reference come back intact from an identity model, whose output
+// is its input's memory, from many concurrent calls (each with its own
+// contents, so that a buffer reused too early would show), compressed or
+// not, with unary interceptors that pass the answer on or answer with a
+// copy of their own, and with the service registered through inferencepb
+// (protobuf's copies).
+func TestModelInferLargeTensors(t *testing.T) {
+	pass := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if _, ok := req.(*inferencepb.ModelInferRequest); !ok && info.FullMethod == inferencepb.GRPCInferenceService_ModelInfer_FullMethodName {
+			return nil, fmt.Errorf("interceptor got a %T", req)
+		}
+		return h(ctx, req)
+	}
+	replace := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		if m, ok := resp.(proto.Message); ok && err == nil {
+			return proto.Clone(m), nil
+		}
+		return resp, err
+	}
+	for name, s := range map[string]setup{
+		"codec":               {},
+		"interceptor":         {grpc: []grpc.ServerOption{grpc.UnaryInterceptor(pass)}},
+		"replacing":           {grpc: []grpc.ServerOption{grpc.UnaryInterceptor(replace)}},
+		"inferencepb handler": {register: func(g *grpc.Server, svc *grpcapi.Service) { inferencepb.RegisterGRPCInferenceServiceServer(g, svc) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, s)
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for g := range 4 {
+				wg.Go(func() {
+					for k := range 4 {
+						var opts []grpc.CallOption
+						if k%2 == 1 {
+							opts = append(opts, grpc.UseCompressor("gzip"))
+						}
+						req := largeRequest(10*g+k, 40<<10+4*k)
+						resp, err := f.client.ModelInfer(context.Background(), req, opts...)
+						if err == nil {
+							err = checkLarge(resp, req)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
 }

@@ -102,9 +102,11 @@ type fixture struct {
 
 // setup configures a fixture.
 type setup struct {
-	files  map[string]string // nil: repo()
-	server []triton.Option
-	svc    []grpcapi.Option
+	files    map[string]string // nil: repo()
+	server   []triton.Option
+	svc      []grpcapi.Option
+	grpc     []grpc.ServerOption                  // after grpcapi.ServerOptions()
+	register func(*grpc.Server, *grpcapi.Service) // nil: Service.Register
 }
 
 // newFixture starts a fixture; everything closes when the test ends.
@@ -127,8 +129,12 @@ func newFixture(t testing.TB, s setup) *fixture {
 	}
 	f.srv = srv
 	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer(grpcapi.ServerOptions()...)
-	grpcapi.New(srv, s.svc...).Register(g)
+	g := grpc.NewServer(append(grpcapi.ServerOptions(), s.grpc...)...)
+	if svc := grpcapi.New(srv, s.svc...); s.register != nil {
+		s.register(g, svc)
+	} else {
+		svc.Register(g)
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,21 +149,61 @@ func New(srv *triton.Server, opts ...Option) *Service {
 
 // Register adds the inference and health services to g. Call it before
 // g.Serve.
+//
+// ModelInfer and ModelStreamInfer are registered with handlers of the
+// service's own, which let the codec of [ServerCodec] (in
+// [ServerOptions]) pass large tensors without copies: their requests are
+// received into a type of the service's (it embeds
+// inferencepb.ModelInferRequest and is a proto.Message), and their large
+// responses are sent as one (it embeds the response). Unary interceptors
+// see the usual *inferencepb.ModelInferRequest and ModelInferResponse;
+// stream interceptors and stats handlers see these types. With the codec,
+// the bytes of a request's raw_input_contents belong to the call: an
+// interceptor must not keep them after the call has returned.
+// Registering the service with inferencepb.RegisterGRPCInferenceServiceServer
+// instead serves the same protocol with protobuf's copies.
 func (s *Service) Register(g *grpc.Server) {
-	inferencepb.RegisterGRPCInferenceServiceServer(g, s)
+	g.RegisterService(&serviceDesc, s)
 	healthpb.RegisterHealthServer(g, health{s: s})
 }
+
+// serviceDesc is inferencepb's description of the inference service with
+// the handlers of ModelInfer and ModelStreamInfer replaced by the
+// service's own (see [Service.Register]).
+var serviceDesc = func() grpc.ServiceDesc {
+	d := inferencepb.GRPCInferenceService_ServiceDesc
+	d.Methods = slices.Clone(d.Methods)
+	d.Streams = slices.Clone(d.Streams)
+	i := slices.IndexFunc(d.Methods, func(m grpc.MethodDesc) bool { return m.MethodName == "ModelInfer" })
+	j := slices.IndexFunc(d.Streams, func(st grpc.StreamDesc) bool { return st.StreamName == "ModelStreamInfer" })
+	if i < 0 || j < 0 {
+		panic("grpcapi: inferencepb lacks ModelInfer or ModelStreamInfer")
+	}
+	d.Methods[i].Handler = modelInferHandler
+	d.Streams[j].Handler = func(srv any, stream grpc.ServerStream) error { return srv.(*Service).streamInfer(stream) }
+	return d
+}()
 
 // ServerOptions are the *grpc.Server options Triton's defaults amount to:
 // no message size limit below 2 GiB (Triton's INT32_MAX), and a keepalive
 // enforcement policy that lets clients ping without calls in flight (at
 // most every 5 minutes, Triton's http2_min_recv_ping_interval_without_data)
-// instead of closing their connections with "too many pings".
+// instead of closing their connections with "too many pings". Two more
+// make the server cheaper per call: the service's codec ([ServerCodec]),
+// which passes large tensors without protobuf's copies, and one stream
+// worker goroutine per CPU (grpc-go's NumStreamWorkers, at the number its
+// authors advise), which serve calls one after another on stacks already
+// grown instead of starting a goroutine per call whose stack grows anew
+// (a fifth of the instructions a small ModelInfer costs, client included,
+// in the count of docs/performance.md); a call that finds every worker
+// busy gets a goroutine of its own, as without workers.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Minute, PermitWithoutStream: true}),
+		ServerCodec(),
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
 }
 

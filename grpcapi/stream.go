@@ -39,6 +39,13 @@ const maxStreamInFlight = 1024
 // been answered. When the client cancels, in-flight requests are cancelled
 // and the stream ends after they have returned.
 func (s *Service) ModelStreamInfer(stream grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]) error {
+	return s.streamInfer(stream)
+}
+
+// streamInfer serves ModelStreamInfer on stream, receiving its requests
+// into [received] values and sending large responses as [outgoing] ones,
+// for the codec of [ServerCodec] (see [Service.Register]).
+func (s *Service) streamInfer(stream grpc.ServerStream) error {
 	parent := stream.Context()
 	if err := s.allowed(parent, wire.Inference); err != nil {
 		return err
@@ -60,20 +67,21 @@ func (s *Service) ModelStreamInfer(stream grpc.BidiStreamingServer[inferencepb.M
 	// stop at once when a request fails the stream. A request is handed
 	// over before the next Recv, and recvDone closes after the last
 	// hand-over.
-	reqs := make(chan *inferencepb.ModelInferRequest)
+	reqs := make(chan *received)
 	recvDone := make(chan struct{})
 	var recvErr error
 	go func() {
 		defer close(recvDone)
 		for {
-			r, err := stream.Recv()
-			if err != nil {
+			r := new(received)
+			if err := stream.RecvMsg(r); err != nil {
 				recvErr = err
 				return
 			}
 			select {
 			case reqs <- r:
 			case <-ctx.Done():
+				r.release()
 				return
 			}
 		}
@@ -88,6 +96,7 @@ loop:
 			case st.slots <- struct{}{}:
 				st.dispatch(r)
 			case <-ctx.Done():
+				r.release()
 				break loop
 			}
 		case <-recvDone:
@@ -141,7 +150,7 @@ func wantsGRPCErrors(ctx context.Context) bool {
 // inferStream is one ModelStreamInfer call.
 type inferStream struct {
 	s          *Service
-	stream     grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]
+	stream     grpc.ServerStream
 	ctx        context.Context // the requests' context: ends with the stream or its first fatal error
 	cancel     context.CancelFunc
 	grpcErrors bool
@@ -168,7 +177,7 @@ type seqKey struct {
 
 // seqQueue holds the requests of a sequence that wait for the one running.
 type seqQueue struct {
-	pending []*inferencepb.ModelInferRequest
+	pending []*received
 }
 
 // sequenceKey returns the sequence a request belongs to; ok is false for a
@@ -190,8 +199,8 @@ func sequenceKey(r *inferencepb.ModelInferRequest) (k seqKey, ok bool) {
 
 // dispatch starts r, or queues it behind the running request of its
 // sequence. The caller holds a slot for r.
-func (st *inferStream) dispatch(r *inferencepb.ModelInferRequest) {
-	key, ok := sequenceKey(r)
+func (st *inferStream) dispatch(r *received) {
+	key, ok := sequenceKey(&r.ModelInferRequest)
 	if !ok {
 		st.wg.Add(1)
 		go func() {
@@ -218,7 +227,7 @@ func (st *inferStream) dispatch(r *inferencepb.ModelInferRequest) {
 
 // runSequence handles r and then the requests queued behind it, in order,
 // until the sequence has none waiting.
-func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *inferencepb.ModelInferRequest) {
+func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *received) {
 	defer st.wg.Done()
 	for {
 		st.handle(r)
@@ -235,16 +244,18 @@ func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *inferencepb.Model
 	}
 }
 
-// handle runs one request, answers it and frees its slot.
-func (st *inferStream) handle(r *inferencepb.ModelInferRequest) {
+// handle runs one request, answers it and frees its slot. The request's
+// buffer goes with its response, or back to the pool when it failed.
+func (st *inferStream) handle(r *received) {
 	defer func() { <-st.slots }()
-	resp, err := st.s.infer(st.ctx, r, true)
+	resp, err := st.s.infer(st.ctx, &r.ModelInferRequest, true)
 	if err != nil {
-		st.fail(r, err)
+		st.fail(&r.ModelInferRequest, err)
+		r.release()
 		return
 	}
 	resp.Parameters = finalResponse()
-	st.send(&inferencepb.ModelStreamInferResponse{InferResponse: resp})
+	st.send(r.answer(&inferencepb.ModelStreamInferResponse{InferResponse: resp}, resp.RawOutputContents))
 }
 
 // fail answers a failed request in band, or ends the stream with its
@@ -270,20 +281,19 @@ func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error) {
 	})
 }
 
-// send writes m on the stream, one message at a time. Nothing is sent
-// once the stream has failed.
-func (st *inferStream) send(m *inferencepb.ModelStreamInferResponse) {
+// send writes m, a *ModelStreamInferResponse or an [outgoing] one, on the
+// stream, one message at a time. Nothing is sent once the stream has
+// failed.
+func (st *inferStream) send(m any) {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
-	select {
-	case <-st.fatal:
-		return
-	default:
-	}
-	if st.sendErr != nil {
+	if st.failed() {
+		if o, ok := m.(*outgoing); ok {
+			o.release()
+		}
 		return
 	}
-	if err := st.stream.Send(m); err != nil {
+	if err := st.stream.SendMsg(m); err != nil {
 		// The stream is broken (the client went away): stop the rest.
 		if _, ok := status.FromError(err); !ok || errors.Is(err, io.EOF) {
 			err = status.Error(codes.Unavailable, err.Error())
@@ -291,6 +301,17 @@ func (st *inferStream) send(m *inferencepb.ModelStreamInferResponse) {
 		st.sendErr = err
 		st.cancel()
 	}
+}
+
+// failed reports whether the stream has failed: a fatal error, or a failed
+// send. The caller holds sendMu.
+func (st *inferStream) failed() bool {
+	select {
+	case <-st.fatal:
+		return true
+	default:
+	}
+	return st.sendErr != nil
 }
 
 // finalResponse returns the parameters of a final response.

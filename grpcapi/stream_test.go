@@ -350,3 +350,41 @@ func TestModelStreamInferMany(t *testing.T) {
 		t.Fatalf("Recv after the last response: %v, %v; want io.EOF", r, err)
 	}
 }
+
+// TestModelStreamInferLargeTensors: on one stream, concurrent requests
+// with tensors the codec passes by reference (some of them in a sequence,
+// answered in order) all come back intact, each with its own contents.
+func TestModelStreamInferLargeTensors(t *testing.T) {
+	f := newFixture(t, setup{})
+	stream := openStream(t, context.Background(), f)
+	reqs := map[string]*inferencepb.ModelInferRequest{}
+	for i := range 12 {
+		req := largeRequest(i, 48<<10+8*i)
+		if i%3 == 0 {
+			req.Parameters = params("sequence_id", int64(7))
+		}
+		reqs[req.Id] = req
+		send(t, stream, req)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	for range len(reqs) {
+		r := recv(t, stream)
+		if r.GetErrorMessage() != "" {
+			t.Fatalf("in-band error %q", r.GetErrorMessage())
+		}
+		req, ok := reqs[r.GetInferResponse().GetId()]
+		if !ok {
+			t.Fatalf("response to unknown or answered request %q", r.GetInferResponse().GetId())
+		}
+		delete(reqs, req.Id)
+		if err := checkLarge(r.GetInferResponse(), req); err != nil {
+			t.Error(err)
+		}
+		wantFinal(t, r.GetInferResponse())
+	}
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Errorf("after the last response: %v, want EOF", err)
+	}
+}
