@@ -10,7 +10,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 GO ?= go
 
-.PHONY: run test deps vet fuzz bench generate models check-models speech
+.PHONY: run test deps vet fuzz bench loadgen-tools generate models check-models speech
 
 deps:
 	@scripts/deps.sh
@@ -43,6 +43,12 @@ fuzz:
 # Benchmarks behind docs/performance.md.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 . ./tensor ./backend
+
+# hey (Debian's) and ghz (into .cache/bin), the load generators that
+# BenchmarkLoadGenerators in internal/compare runs beside its own harness.
+loadgen-tools:
+	@command -v hey >/dev/null || { . scripts/lib.sh && apt_install hey; }
+	@command -v ghz >/dev/null || [ -x .cache/bin/ghz ] || GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.93.0
 
 # Regenerates the Go code of our .proto files (modelconfig, grpcapi/inferencepb, grpcapi/healthpb; installs protoc and the plugins if missing).
 generate:

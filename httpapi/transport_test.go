@@ -58,16 +58,7 @@ func TestCompression(t *testing.T) {
 	ts, client := newHTTPServer(t, f.h)
 	post := func(body []byte, hdr map[string]string) *http.Response {
 		t.Helper()
-		r, _ := http.NewRequest(http.MethodPost, ts.URL+inferPath("id_INT32"), bytes.NewReader(body))
-		for k, v := range hdr {
-			r.Header.Set(k, v)
-		}
-		resp, err := client.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
+		return postInfer(t, ts, client, "id_INT32", body, hdr)
 	}
 	read := func(resp *http.Response) string {
 		t.Helper()

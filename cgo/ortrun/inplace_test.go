@@ -87,14 +87,7 @@ func TestInPlaceScalar(t *testing.T) {
 func TestInPlaceMixed(t *testing.T) {
 	checkLive(t)
 	f := newFixture(t, multiIOModel())
-	in := []ortrun.Tensor{
-		{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(1, 2, 3, 4, 5, 6, 7, 8)},
-		{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(-1, 0, 41, math.MaxInt64-1)},
-		{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")},
-	}
-	scaled := ortrun.Tensor{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(2, 4, 6, 8, 10, 12, 14, 16)}
-	shifted := ortrun.Tensor{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(0, 1, 42, math.MaxInt64)}
-	text := ortrun.Tensor{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")}
+	in, scaled, shifted, text := multiIORequest()
 	out := runOutputs(t, f.run, in, ortrun.Output{Index: 1}, known(2, 2), known(0, 2, 4))
 	checkTensor(t, "SHIFTED (ORT's)", out[0], shifted)
 	checkTensor(t, "TEXT_OUT (a string: ORT's)", out[1], text)

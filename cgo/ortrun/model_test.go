@@ -175,6 +175,20 @@ func multiIOModel() []byte {
 		initializer{"one", tInt64, nil, i64s(1)})
 }
 
+// multiIORequest is a request of two rows to multiIOModel and its three
+// answers.
+func multiIORequest() (in []ortrun.Tensor, scaled, shifted, text ortrun.Tensor) {
+	in = []ortrun.Tensor{
+		{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(1, 2, 3, 4, 5, 6, 7, 8)},
+		{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(-1, 0, 41, math.MaxInt64-1)},
+		{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")},
+	}
+	scaled = ortrun.Tensor{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(2, 4, 6, 8, 10, 12, 14, 16)}
+	shifted = ortrun.Tensor{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(0, 1, 42, math.MaxInt64)}
+	text = ortrun.Tensor{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")}
+	return in, scaled, shifted, text
+}
+
 // matmulFixedModel is Y = X · W with X FLOAT [2, 3] (fixed) and W = [[1, 2],
 // [3, 4], [5, 6]].
 func matmulFixedModel() []byte {

@@ -201,14 +201,7 @@ func TestAddSub(t *testing.T) {
 func TestOutputSubsets(t *testing.T) {
 	checkLive(t)
 	f := newFixture(t, multiIOModel())
-	in := []ortrun.Tensor{
-		{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(1, 2, 3, 4, 5, 6, 7, 8)},
-		{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(-1, 0, 41, math.MaxInt64-1)},
-		{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")},
-	}
-	scaled := ortrun.Tensor{Type: tFloat, Shape: []int64{2, 4}, Data: f32s(2, 4, 6, 8, 10, 12, 14, 16)}
-	shifted := ortrun.Tensor{Type: tInt64, Shape: []int64{2, 2}, Data: i64s(0, 1, 42, math.MaxInt64)}
-	text := ortrun.Tensor{Type: tString, Shape: []int64{2}, Data: frame("he\x00llo", "\xff")}
+	in, scaled, shifted, text := multiIORequest()
 	for _, tc := range []struct {
 		name string
 		want []int

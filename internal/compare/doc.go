@@ -13,4 +13,7 @@
 // benchmarks are run by hand (commands in docs/performance.md):
 //
 //	go test -run '^$' -bench . -benchtime 8x ./internal/compare/
+//
+// BenchmarkLoadGenerators also drives the servers with hey and ghz, which
+// `make loadgen-tools` installs.
 package compare

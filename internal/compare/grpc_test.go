@@ -111,10 +111,9 @@ func grpcFloatBytes(f []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
 
-// grpcServe serves what register adds on a grpc.Server with opts, on TCP
-// loopback, and returns a client on one connection to it (as ghz uses by
-// default). Everything stops when the test ends.
-func grpcServe(tb testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) inferencepb.GRPCInferenceServiceClient {
+// grpcListen serves what register adds on a grpc.Server with opts, on TCP
+// loopback, until the test ends, and returns its address.
+func grpcListen(tb testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	tb.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -127,16 +126,30 @@ func grpcServe(tb testing.TB, register func(*grpc.Server), opts ...grpc.ServerOp
 		defer close(served)
 		_ = g.Serve(lis)
 	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	tb.Cleanup(func() {
+		g.Stop()
+		<-served
+	})
+	return lis.Addr().String()
+}
+
+// grpcServe serves as grpcListen does and returns a client of the server
+// (grpcDial).
+func grpcServe(tb testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) inferencepb.GRPCInferenceServiceClient {
+	tb.Helper()
+	return grpcDial(tb, grpcListen(tb, register, opts...))
+}
+
+// grpcDial returns a client on one connection to addr (as ghz uses by
+// default), closed when the test ends.
+func grpcDial(tb testing.TB, addr string) inferencepb.GRPCInferenceServiceClient {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30)))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		_ = conn.Close()
-		g.Stop()
-		<-served
-	})
+	tb.Cleanup(func() { _ = conn.Close() })
 	return inferencepb.NewGRPCInferenceServiceClient(conn)
 }
 
@@ -422,10 +435,10 @@ func (m *grpcMeter) report(b *testing.B, base string) {
 			}
 		}
 		prefix := fmt.Sprintf("%s/c%d-", k.name, k.c)
-		b.ReportMetric(grpcMedian(cpu), prefix+"cpu-µs/req")
-		b.ReportMetric(grpcMedian(bytes), prefix+"B/req")
+		b.ReportMetric(median(cpu), prefix+"cpu-µs/req")
+		b.ReportMetric(median(bytes), prefix+"B/req")
 		if len(ratio) > 0 {
-			b.ReportMetric(grpcMedian(ratio), prefix+"cpu-ratio")
+			b.ReportMetric(median(ratio), prefix+"cpu-ratio")
 			b.ReportMetric(slices.Min(ratio), prefix+"cpu-ratio-min")
 			b.ReportMetric(slices.Max(ratio), prefix+"cpu-ratio-max")
 		}
@@ -448,20 +461,13 @@ func (m *grpcMeter) versus(b *testing.B, name, base string) {
 			rps, cpu = append(rps, r.rps/bs[i].rps), append(cpu, bs[i].cpu/r.cpu)
 		}
 		prefix := fmt.Sprintf("%s/c%d-vs-%s-", name, k.c, base)
-		b.ReportMetric(grpcMedian(rps), prefix+"ratio")
+		b.ReportMetric(median(rps), prefix+"ratio")
 		b.ReportMetric(slices.Min(rps), prefix+"ratio-min")
 		b.ReportMetric(slices.Max(rps), prefix+"ratio-max")
-		b.ReportMetric(grpcMedian(cpu), prefix+"cpu-ratio")
+		b.ReportMetric(median(cpu), prefix+"cpu-ratio")
 		b.ReportMetric(slices.Min(cpu), prefix+"cpu-ratio-min")
 		b.ReportMetric(slices.Max(cpu), prefix+"cpu-ratio-max")
 	}
-}
-
-// grpcMedian is the median of xs.
-func grpcMedian(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // grpcProcessCPU is the CPU time the process has used.

@@ -245,11 +245,6 @@ func paired(b *testing.B, slice time.Duration, concurrency []int, contenders ...
 		}
 		round++
 	}
-	median := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	for _, c := range concurrency {
 		for i, x := range contenders {
 			k := key{x.name, c}
@@ -264,6 +259,13 @@ func paired(b *testing.B, slice time.Duration, concurrency []int, contenders ...
 		}
 	}
 	b.ReportMetric(0, "ns/op") // an op is a round; its time is meaningless
+}
+
+// median is the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // checkAddSub checks an answer to request i.

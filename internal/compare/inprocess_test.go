@@ -188,11 +188,6 @@ func BenchmarkInProcessOverhead(b *testing.B) {
 		raw, ours, over = append(raw, mean[0]), append(ours, mean[1]), append(over, mean[1]-mean[0])
 		round++
 	}
-	median := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	b.ReportMetric(median(raw), "raw-µs/req")
 	b.ReportMetric(median(ours), "server-µs/req")
 	b.ReportMetric(median(over), "overhead-µs")
