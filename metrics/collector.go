@@ -33,6 +33,13 @@ type Config struct {
 	// tritongo_metrics_dropped_model_versions. 0 means 1000; negative
 	// values are treated as 0.
 	MaxSeries int
+	// Interval is how often the machine families (CPU, GPU, pinned
+	// memory) are read, as Triton's --metrics-interval-ms: a scrape
+	// within Interval of the last reading answers that reading again, so
+	// CPU utilization covers at least Interval and NVML is asked no more
+	// often. The per-model families are read at every scrape. 0 reads
+	// everything at every scrape.
+	Interval time.Duration
 	// Logger receives the one line saying why GPU metrics are off, at
 	// construction. Nil means zap.NewNop(). Nothing is logged per scrape.
 	Logger *zap.Logger
@@ -68,6 +75,12 @@ type Collector struct {
 	descs      map[string]*modelDescs // by tag label names, joined by "\x00"
 	gpu        gpuSource              // nil when off, unavailable or closed
 	energyBase map[string]uint64      // each GPU's energy counter at construction, mJ
+
+	machineMu sync.Mutex
+	// machineMu protects the following (and serializes machine reads
+	// when Interval is set).
+	machine   []prometheus.Metric // the last reading of the machine families
+	machineAt time.Time           // when it was taken; zero: never
 }
 
 // NewCollector returns a Collector exporting srv's statistics. It loads
@@ -141,12 +154,7 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 // one metric per family and series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectModels(ch)
-	ch <- prometheus.MustNewConstMetric(c.pinnedTotal, prometheus.GaugeValue, 0)
-	ch <- prometheus.MustNewConstMetric(c.pinnedUsed, prometheus.GaugeValue, 0)
-	if c.cpu != nil {
-		c.cpu.collect(ch)
-	}
-	c.collectGPUs(ch)
+	c.collectMachine(ch)
 }
 
 // modelDescs are the per-model descriptors for one set of label names.

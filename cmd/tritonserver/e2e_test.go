@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,35 @@ import (
 	"github.com/triton-go/triton/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tritonserver-test")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
+
+var (
+	binDir    string // where the binary is built, once
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// buildBinary builds the tritonserver binary once for the package's tests.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "tritonserver")
+	buildOnce.Do(func() {
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Stderr = os.Stderr
+		buildErr = build.Run()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return bin
+}
 
 // binaryServer is the built tritonserver, running.
 type binaryServer struct {
@@ -36,15 +65,17 @@ type binaryServer struct {
 	exited  chan error
 }
 
+// startBinary runs the binary with args on free ports, quiet.
 func startBinary(t *testing.T, args ...string) *binaryServer {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tritonserver")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	cmd := exec.Command(bin, append([]string{"--http-port=0", "--metrics-port=0", "--grpc-port=0", "--grpc-address=127.0.0.1", "--log-info=false"}, args...)...)
+	return startCommand(t, append([]string{"--http-port=0", "--metrics-port=0", "--grpc-port=0", "--grpc-address=127.0.0.1", "--log-info=false"}, args...)...)
+}
+
+// startCommand runs the binary with exactly args, which must serve HTTP,
+// gRPC and metrics, and returns once all three listen.
+func startCommand(t *testing.T, args ...string) *binaryServer {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
 	cmd.Dir = "."
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

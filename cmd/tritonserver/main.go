@@ -15,7 +15,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -48,7 +47,7 @@ import (
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, errHelp) {
 		return
 	}
 	if err != nil {
@@ -70,6 +69,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer logger.Sync()
+	for _, w := range cfg.warnings {
+		logger.Warn("flag has no effect here", zap.String("flag", "--"+w.flag), zap.String("reason", w.reason))
+	}
 
 	opts, lat, err := serverOptions(cfg, logger)
 	if err != nil {
@@ -82,8 +84,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	defer srv.Close()
 
 	var servers []*http.Server
-	serve := func(name, addr string, h http.Handler) (net.Addr, error) {
-		l, err := net.Listen("tcp", addr)
+	serve := func(name, addr string, reusePort bool, h http.Handler) (net.Addr, error) {
+		l, err := listen(ctx, addr, reusePort)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -116,7 +118,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		defer shm.Close()
 	}
 	if cfg.allowHTTP {
-		hopts := []httpapi.Option{httpapi.WithLogger(logger), httpapi.WithSettings(st)}
+		hopts := []httpapi.Option{httpapi.WithLogger(logger), httpapi.WithSettings(st), httpapi.WithMaxRequestSize(cfg.httpMaxInputSize)}
 		for _, r := range cfg.restrictedAPIs {
 			for _, cat := range r.categories {
 				hopts = append(hopts, httpapi.WithRestrictedAPI(cat, r.key, r.value))
@@ -125,7 +127,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if shm != nil {
 			hopts = append(hopts, httpapi.WithSharedMemory(shm))
 		}
-		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), httpapi.NewHandler(srv, hopts...))
+		// wired at merge: if cfg.httpHeaderForward != nil, append
+		// httpapi.WithHeaderForwardPattern(cfg.httpHeaderForward).
+		var h http.Handler = httpapi.NewHandler(srv, hopts...)
+		if cfg.id != "" {
+			h = withServerID(cfg.id, h)
+		}
+		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), cfg.reuseHTTPPort, h)
 		if err != nil {
 			return err
 		}
@@ -143,11 +151,21 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if shm != nil {
 			gopts = append(gopts, grpcapi.WithSharedMemory(shm))
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(cfg.grpcAddress, strconv.Itoa(cfg.grpcPort)))
+		// wired at merge: if cfg.grpcHeaderForward != nil, append
+		// grpcapi.WithHeaderForwardPattern(cfg.grpcHeaderForward); append
+		// grpcapi.WithInferResponseCompressionLevel(cfg.grpcCompressionLevel).
+		sopts, err := grpcServerOptions(cfg)
+		if err != nil {
+			return err
+		}
+		if cfg.id != "" {
+			sopts = append(sopts, grpc.ChainUnaryInterceptor(serverIDInterceptor(cfg.id)))
+		}
+		l, err := listen(ctx, net.JoinHostPort(cfg.grpcAddress, strconv.Itoa(cfg.grpcPort)), cfg.reuseGRPCPort)
 		if err != nil {
 			return fmt.Errorf("grpc: %w", err)
 		}
-		gs = grpc.NewServer(grpcapi.ServerOptions()...)
+		gs = grpc.NewServer(sopts...)
 		grpcapi.New(srv, gopts...).Register(gs)
 		served := make(chan struct{})
 		go func() {
@@ -157,15 +175,16 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			}
 		}()
 		defer func() { gs.Stop(); <-served }()
-		logger.Info("listening", zap.String("server", "grpc"), zap.String("address", l.Addr().String()))
+		logger.Info("listening", zap.String("server", "grpc"), zap.String("address", l.Addr().String()), zap.Bool("tls", cfg.grpcTLS.use), zap.Bool("mutual-tls", cfg.grpcTLS.mutual))
 		fmt.Fprintf(out, "grpc listening on %s\n", l.Addr())
 	}
 	if cfg.allowMetrics {
 		reg := prometheus.NewRegistry()
 		col := metrics.NewCollector(srv, metrics.Config{
-			DisableCounters: cfg.metricsConfig["counter_latencies"] == "false",
+			DisableCounters: !cfg.metricsConfig.counterLatencies,
 			DisableGPU:      !cfg.allowGPUMetrics,
 			DisableCPU:      !cfg.allowCPUMetrics,
+			Interval:        cfg.metricsInterval,
 			Logger:          logger,
 		})
 		defer col.Close()
@@ -176,7 +195,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		if _, err := serve("metrics", net.JoinHostPort(cfg.metricsAddress, strconv.Itoa(cfg.metricsPort)), mux); err != nil {
+		if _, err := serve("metrics", net.JoinHostPort(cfg.metricsAddress, strconv.Itoa(cfg.metricsPort)), false, mux); err != nil {
 			return err
 		}
 	}
@@ -207,9 +226,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 }
 
 // serverOptions turns the flags into server options. The latency observer
-// behind --metrics-config summary_latencies and histogram_latencies must
-// exist before the server; it is returned (nil when off) for run to
-// register with the metrics.
+// behind --metrics-config summary_latencies, histogram_latencies and
+// stage_histograms must exist before the server; it is returned (nil when
+// off) for run to register with the metrics.
 func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.Latencies, error) {
 	opts := []triton.Option{
 		triton.WithLogger(logger),
@@ -219,6 +238,9 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithExitOnError(cfg.exitOnError),
 		triton.WithBackend("reverse", reverse),
 	}
+	// wired at merge: triton.WithModelLoadThreads(cfg.modelLoadThreads),
+	// triton.WithModelLoadRetries(cfg.modelLoadRetries), and, when
+	// cfg.modelConfigName != "", triton.WithModelConfigName(cfg.modelConfigName).
 	mode := map[string]triton.ControlMode{"none": triton.ControlNone, "poll": triton.ControlPoll, "explicit": triton.ControlExplicit}[cfg.controlMode]
 	opts = append(opts, triton.WithModelControl(triton.ModelControl{Mode: mode, PollInterval: time.Duration(cfg.pollSecs) * time.Second}))
 	if len(cfg.loadModels) > 0 {
@@ -234,19 +256,14 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 	if cfg.rateLimit == "execution_count" {
 		rl := ratelimit.Config{}
 		for _, r := range cfg.rateLimitResources {
-			parts := strings.Split(r, ":")
-			if len(parts) < 2 || len(parts) > 3 {
-				return nil, nil, fmt.Errorf("--rate-limit-resource %q: want <name>:<count>[:<device>]", r)
-			}
+			parts := strings.Split(r, ":") // checked by parseFlags
 			count, err := strconv.ParseUint(parts[1], 10, 32)
 			if err != nil {
 				return nil, nil, fmt.Errorf("--rate-limit-resource %q: bad count", r)
 			}
 			dev := -1
 			if len(parts) == 3 {
-				if dev, err = strconv.Atoi(parts[2]); err != nil {
-					return nil, nil, fmt.Errorf("--rate-limit-resource %q: bad device", r)
-				}
+				dev, _ = strconv.Atoi(parts[2])
 			}
 			rl.Limits = append(rl.Limits, ratelimit.Limit{Name: parts[0], Count: uint32(count), Device: dev})
 		}
@@ -256,48 +273,39 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		opts = append(opts, triton.WithResponseCache(cfg.responseCacheBytes))
 	}
 	var lat *metrics.Latencies
-	summaries := cfg.metricsConfig["summary_latencies"] == "true"
-	histograms := cfg.metricsConfig["histogram_latencies"] == "true"
-	if cfg.allowMetrics && (summaries || histograms) {
-		lc := metrics.LatencyConfig{Summaries: summaries, FirstResponseHistogram: histograms}
-		if q := cfg.metricsConfig["summary_quantiles"]; q != "" {
-			quantiles, err := parseQuantiles(q)
-			if err != nil {
-				return nil, nil, err
-			}
-			lc.Quantiles = quantiles
-		}
-		lat = metrics.NewLatencies(lc)
+	mc := cfg.metricsConfig
+	if cfg.allowMetrics && (mc.summaryLatencies || mc.histogramLatencies || mc.stageHistograms) {
+		lat = metrics.NewLatencies(metrics.LatencyConfig{
+			Summaries:              mc.summaryLatencies,
+			Quantiles:              mc.quantiles,
+			FirstResponseHistogram: mc.histogramLatencies,
+			StageHistograms:        mc.stageHistograms,
+		})
 		opts = append(opts, triton.WithObserver(lat))
 	}
 	return opts, lat, nil
 }
 
-// parseQuantiles reads summary_quantiles="0.5:0.05,0.9:0.01".
-func parseQuantiles(s string) (map[float64]float64, error) {
-	out := map[float64]float64{}
-	for _, kv := range strings.Split(s, ",") {
-		q, e, ok := strings.Cut(kv, ":")
-		qf, err1 := strconv.ParseFloat(q, 64)
-		ef, err2 := strconv.ParseFloat(e, 64)
-		if !ok || err1 != nil || err2 != nil || qf <= 0 || qf >= 1 || ef < 0 {
-			return nil, fmt.Errorf("--metrics-config summary_quantiles=%s: want <quantile>:<error>,...", s)
-		}
-		out[qf] = ef
-	}
-	return out, nil
-}
-
-// newLogger builds the logger from --log-verbose, --log-info and
-// --log-format; the level can be changed at run time through the HTTP
-// logging extension.
+// newLogger builds the logger from --log-verbose, --log-info,
+// --log-warning, --log-error, --log-format and --log-file. zap has one
+// level, not one switch per severity: the level is the most verbose
+// severity enabled (debug with --log-verbose > 0, then info, warning,
+// error; none at all when all are off), which is also how the HTTP and
+// gRPC logging extensions change it at run time. --log-file appends to the
+// file (created if missing) instead of writing to standard error.
 func newLogger(cfg config) (*zap.Logger, *zap.AtomicLevel, error) {
-	level := zap.NewAtomicLevelAt(zapcore.WarnLevel)
-	if cfg.logInfo {
-		level.SetLevel(zapcore.InfoLevel)
-	}
-	if cfg.logVerbose > 0 {
-		level.SetLevel(zapcore.DebugLevel)
+	var level zap.AtomicLevel
+	switch {
+	case cfg.logVerbose > 0:
+		level = zap.NewAtomicLevelAt(zapcore.DebugLevel)
+	case cfg.logInfo:
+		level = zap.NewAtomicLevelAt(zapcore.InfoLevel)
+	case cfg.logWarning:
+		level = zap.NewAtomicLevelAt(zapcore.WarnLevel)
+	case cfg.logError:
+		level = zap.NewAtomicLevelAt(zapcore.ErrorLevel)
+	default:
+		level = zap.NewAtomicLevelAt(zapcore.DPanicLevel)
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = level
@@ -307,9 +315,13 @@ func newLogger(cfg config) (*zap.Logger, *zap.AtomicLevel, error) {
 		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	}
 	zc.Sampling = nil
+	if cfg.logFile != "" {
+		zc.OutputPaths = []string{cfg.logFile}
+		zc.ErrorOutputPaths = []string{cfg.logFile}
+	}
 	l, err := zc.Build()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("--log-file %s: %w", cfg.logFile, err)
 	}
 	return l, &level, nil
 }
