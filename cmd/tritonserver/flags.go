@@ -28,8 +28,8 @@ type config struct {
 	exitOnError         bool
 	exitTimeout         time.Duration
 
-	// Set here, applied by the lead once the options exist (see
-	// serverOptions and run): --model-load-thread-count,
+	// Parsed and checked here, passed to the libraries where main.go
+	// says "wired at merge": --model-load-thread-count,
 	// --model-load-retry-count, --model-config-name,
 	// --http-header-forward-pattern, --grpc-header-forward-pattern,
 	// --grpc-infer-response-compression-level.
@@ -110,9 +110,9 @@ type restrictedAPI struct {
 // option is one flag of the table: its name, whether it takes a value,
 // and what to do with the value.
 type option struct {
-	name  string
-	value bool
-	set   func(v string) error
+	name       string
+	takesValue bool
+	set        func(v string) error
 }
 
 // defaultConfig is the configuration without flags: tritonserver's
@@ -410,9 +410,9 @@ func parseFlags(args []string, usage io.Writer) (config, error) {
 			return c, err
 		}
 		switch {
-		case !o.value && hasValue:
+		case !o.takesValue && hasValue:
 			return c, fmt.Errorf("option '--%s' doesn't allow an argument", o.name)
-		case o.value && !hasValue:
+		case o.takesValue && !hasValue:
 			if i+1 == len(args) {
 				return c, fmt.Errorf("option '--%s' requires an argument", o.name)
 			}
@@ -455,7 +455,7 @@ func lookup(opts []option, name string) (option, error) {
 // check validates what depends on several flags, once all are read.
 func (c *config) check() error {
 	if len(c.repositories) == 0 {
-		return errors.New("--model-repository is required")
+		return errors.New("--model-repository must be specified")
 	}
 	for _, r := range c.repositories {
 		if scheme, _, ok := strings.Cut(r, "://"); ok {

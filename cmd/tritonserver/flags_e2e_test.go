@@ -289,7 +289,9 @@ func monitoringQueries(t *testing.T) []string {
 		}
 		text := string(data)
 		if f == "grafana-dashboard.json" {
-			var dash struct{ Panels []struct{ Targets []struct{ Expr string } } }
+			var dash struct {
+				Panels []struct{ Targets []struct{ Expr string } }
+			}
 			if err := json.Unmarshal(data, &dash); err != nil {
 				t.Fatal(err)
 			}
@@ -440,6 +442,11 @@ func TestEveryFlagAtOnce(t *testing.T) {
 		[]byte(`{"inputs":[{"name":"TEXT","shape":[1],"datatype":"BYTES","data":["abc"]}]}`), nil)
 	if code != 200 || !strings.Contains(string(body), `"cba"`) {
 		t.Errorf("infer: %d %s", code, body)
+	}
+	// --http-max-input-size=1048576 (the sample value) bounds the body.
+	big := []byte(`{"inputs":[{"name":"TEXT","shape":[1],"datatype":"BYTES","data":["` + strings.Repeat("a", 2<<20) + `"]}]}`)
+	if code, _, body := s.do("POST", "/v2/models/text_reverse/infer", "application/json", big, nil); code != 400 || !strings.Contains(string(body), "--http-max-input-size") {
+		t.Errorf("2 MiB body: %d %.200s, want 400 naming --http-max-input-size", code, body)
 	}
 	if code, _, _ := s.do("POST", "/v2/repository/index", "", nil, nil); code != 403 {
 		t.Errorf("restricted repository index: %d, want 403", code)

@@ -287,7 +287,7 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		want string // the error, exactly
 	}{
-		"no repository":         {[]string{}, "--model-repository is required"},
+		"no repository":         {[]string{}, "--model-repository must be specified"},
 		"bad mode":              {[]string{"--model-control-mode=sometimes"}, "Bad option: \"--model-control-mode\".\ninvalid argument for --model-control-mode"},
 		"bad bool":              {[]string{"--strict-model-config", "maybe"}, "Bad option: \"--strict-model-config\".\ninvalid value for bool option: maybe"},
 		"bad int":               {[]string{"--http-port=80x"}, "Bad option: \"--http-port\".\nInvalid option value. Got 80x"},

@@ -1,10 +1,15 @@
 // Command tritonserver serves a Triton model repository over HTTP/REST and
 // gRPC (the KServe v2 protocol with Triton's extensions) and exports
-// Prometheus metrics, with tritonserver's flags, so that existing deployments keep
-// their arguments:
+// Prometheus metrics, with tritonserver's command line, so that existing
+// deployments keep their arguments:
 //
 //	tritonserver --model-repository=/models [--model-control-mode=explicit --load-model=m] \
-//	    [--http-port=8000] [--grpc-port=8001] [--metrics-port=8002] [--exit-timeout-secs=30] ...
+//	    [--http-port 8000] [--grpc-port 8001] [--metrics-port 8002] [--grpc-use-ssl=true ...] ...
+//
+// Every option of tritonserver's parser is accepted, with its syntax and
+// its error messages (see parseFlags); an option that has no meaning here
+// (SageMaker, Vertex AI, CUDA memory pools, backend directories, tracing
+// for now, ...) is logged once at start with the reason.
 //
 // It serves ONNX models with ONNX Runtime and, for the example repository,
 // a Go backend compiled in ("reverse"). SIGTERM and SIGINT shut it down
