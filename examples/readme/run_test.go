@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,10 +40,11 @@ func TestMakeRunHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	defer func() {
+	stop := sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-	}()
+		<-exited // cmd.Wait has returned: stderr is complete and ours to read
+	})
+	defer stop()
 	lines := bufio.NewScanner(stdout)
 	var hint string
 	for lines.Scan() {
@@ -57,13 +59,17 @@ func TestMakeRunHint(t *testing.T) {
 		_ = cmd.Wait()
 	}()
 	if hint == "" {
+		stop()
 		t.Fatalf("no curl hint on stdout; stderr:\n%s", stderr.String())
 	}
-	for _, p := range []string{"run: go build ./cmd/tritonserver: ", "run: built ", " MB, ", "run: serving examples/model_repository: "} {
-		if !strings.Contains(stderr.String(), p) {
-			t.Errorf("run.sh did not say %q:\n%s", p, stderr.String())
+	defer func() {
+		stop()
+		for _, p := range []string{"run: go build ./cmd/tritonserver: ", "run: built ", " MB, ", "run: serving examples/model_repository: "} {
+			if !strings.Contains(stderr.String(), p) {
+				t.Errorf("run.sh did not say %q:\n%s", p, stderr.String())
+			}
 		}
-	}
+	}()
 
 	// The hint's request, as curl makes it (-d: a POST with that body).
 	m := regexp.MustCompile(`^curl -s (localhost:\d+)(/v2/models/(\w+)/infer) -d '([^']*)'$`).FindStringSubmatch(hint)
