@@ -15,8 +15,10 @@ GO ?= go
 deps:
 	@scripts/deps.sh
 
+# Builds cmd/tritonserver and serves examples/model_repository with it
+# (scripts/run.sh: a progress line per step, then the server's curl hint).
 run: deps
-	$(GO) run ./cmd/tritonserver --model-repository=examples/model_repository
+	@scripts/run.sh
 
 test: deps vet check-models
 	$(GO) test -race -count=1 -shuffle=on ./...

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +45,18 @@ type Config struct {
 	// Logger receives the one line saying why GPU metrics are off, at
 	// construction. Nil means zap.NewNop(). Nothing is logged per scrape.
 	Logger *zap.Logger
+	// ConstLabels are added, with their fixed values, to every series the
+	// Collector exports, as prometheus.Opts.ConstLabels are. Nil adds none,
+	// which is what tritonserver exports. Several Collectors (several
+	// servers in one process) can share a registry only when each has its
+	// own ConstLabels, such as {"server_id": "a"} and {"server_id": "b"}:
+	// without them their series would be the same, and the registry refuses
+	// the second at Register (see [Collector]). A name must be a valid
+	// Prometheus label name that the Collector does not use itself: not
+	// model, version, reason or gpu_uuid, and not starting with "_" (the
+	// metric_tags labels and Prometheus's reserved names); an invalid one
+	// makes Register fail with an error naming it. The map is copied.
+	ConstLabels prometheus.Labels
 }
 
 // Collector is a [prometheus.Collector] exporting a [triton.Server]'s
@@ -50,15 +64,19 @@ type Config struct {
 // registry; it reads [triton.Server.Stats] at scrape time and keeps no
 // per-request state of its own, so it costs nothing on the request path.
 //
-// Collector is an unchecked collector: its Describe sends no descriptors,
-// because the label names of the per-model families depend on the loaded
-// models (one _<tag> label per metric_tags entry, Triton's rule), which
-// change while the collector is registered. A checked collector would have
-// to announce every descriptor at registration, and a model loaded later
-// with other tags would then fail every scrape. The price, as
-// client_golang documents for unchecked collectors: a name clash with
-// another collector is reported by Gather rather than by Register, and
-// Unregister cannot remove the collector.
+// Collector is a checked collector: Describe sends the descriptor of every
+// family it may export, so that a registry refuses at Register what would
+// otherwise break every scrape. Two Collectors with the same (or no)
+// [Config.ConstLabels] on one registry would export the same series, and
+// Gather would fail each time with "collected before with the same name
+// and label values" (promhttp answers 500); instead the second Register
+// fails with a [prometheus.AlreadyRegisteredError]. Give each its own
+// ConstLabels to serve both. The per-model families carry one _<tag> label
+// per metric_tags entry of the model (Triton's rule), which Describe cannot
+// know in advance; it describes them without those labels, which is enough
+// for client_golang: a descriptor's identity is its name and constant
+// label values, so a model loaded later with other tags still passes a
+// pedantic registry's checks. Unregister removes a Collector.
 //
 // A Collector is safe for concurrent use: concurrent scrapes are fine.
 // Close releases NVML.
@@ -67,8 +85,9 @@ type Collector struct {
 	cfg       Config
 	maxSeries int
 	cpu       *cpuReader // nil when off or not Linux
-
-	dropped, pinnedTotal, pinnedUsed *prometheus.Desc
+	labels    prometheus.Labels
+	err       error // ConstLabels refused: Describe and Collect report it
+	fixed     *fixedDescs
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -105,14 +124,15 @@ func logger(l *zap.Logger) *zap.Logger {
 // newCollector is NewCollector with the GPU source given (tests feed fake
 // readings through it).
 func newCollector(srv *triton.Server, cfg Config, gpu gpuSource) *Collector {
+	labels := maps.Clone(cfg.ConstLabels)
 	c := &Collector{
-		srv:         srv,
-		cfg:         cfg,
-		maxSeries:   maxSeries(cfg.MaxSeries),
-		dropped:     prometheus.NewDesc(nameDropped, helpDropped, nil, nil),
-		pinnedTotal: prometheus.NewDesc(namePinnedTotal, helpPinnedTotal, nil, nil),
-		pinnedUsed:  prometheus.NewDesc(namePinnedUsed, helpPinnedUsed, nil, nil),
-		descs:       map[string]*modelDescs{},
+		srv:       srv,
+		cfg:       cfg,
+		maxSeries: maxSeries(cfg.MaxSeries),
+		labels:    labels,
+		err:       checkConstLabels("Config", labels, labelModel, labelVersion, labelReason, labelGPU),
+		fixed:     newFixedDescs(labels),
+		descs:     map[string]*modelDescs{},
 	}
 	if !cfg.DisableCPU {
 		c.cpu = newCPUReader()
@@ -146,15 +166,85 @@ func (c *Collector) Close() error {
 	return err
 }
 
-// Describe sends nothing: Collector is an unchecked collector (see the
-// type's documentation).
-func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+// Describe sends the descriptor of every family the Collector may export
+// (see the type's documentation), or one invalid descriptor naming the
+// problem when [Config.ConstLabels] is invalid, which makes Register fail.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	if c.err != nil {
+		ch <- prometheus.NewInvalidDesc(c.err)
+		return
+	}
+	f := c.fixed
+	for _, d := range []*prometheus.Desc{f.dropped, f.pinnedTotal, f.pinnedUsed,
+		f.gpuUtil, f.gpuMemTotal, f.gpuMemUsed, f.gpuPower, f.gpuLimit, f.gpuEnergy} {
+		ch <- d
+	}
+	if c.cpu != nil {
+		ch <- f.cpuUtil
+		ch <- f.cpuMemTotal
+		ch <- f.cpuMemUsed
+	}
+	m := c.descsFor(nil)
+	for _, d := range []*prometheus.Desc{m.success, m.failure, m.count, m.execCount,
+		m.requestDur, m.queueDur, m.inputDur, m.inferDur, m.outputDur, m.pending, m.loadTime,
+		m.cacheHits, m.cacheMisses, m.cacheHitDur, m.cacheMissDur} {
+		ch <- d
+	}
+}
 
 // Collect reads the server's statistics, the CPU and the GPUs, and sends
 // one metric per family and series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.err != nil {
+		ch <- prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(c.err), c.err)
+		return
+	}
 	c.collectModels(ch)
 	c.collectMachine(ch)
+}
+
+// fixedDescs are the descriptors of the families that are not per model,
+// with a Collector's constant labels.
+type fixedDescs struct {
+	dropped, pinnedTotal, pinnedUsed                                *prometheus.Desc
+	cpuUtil, cpuMemTotal, cpuMemUsed                                *prometheus.Desc
+	gpuUtil, gpuMemTotal, gpuMemUsed, gpuPower, gpuLimit, gpuEnergy *prometheus.Desc
+}
+
+func newFixedDescs(labels prometheus.Labels) *fixedDescs {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, labels) }
+	g := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{labelGPU}, labels)
+	}
+	return &fixedDescs{
+		dropped:     d(nameDropped, helpDropped),
+		pinnedTotal: d(namePinnedTotal, helpPinnedTotal),
+		pinnedUsed:  d(namePinnedUsed, helpPinnedUsed),
+		cpuUtil:     d(nameCPUUtil, helpCPUUtil),
+		cpuMemTotal: d(nameCPUMemTotal, helpCPUMemTotal),
+		cpuMemUsed:  d(nameCPUMemUsed, helpCPUMemUsed),
+		gpuUtil:     g(nameGPUUtil, helpGPUUtil),
+		gpuMemTotal: g(nameGPUMemTotal, helpGPUMemTotal),
+		gpuMemUsed:  g(nameGPUMemUsed, helpGPUMemUsed),
+		gpuPower:    g(nameGPUPower, helpGPUPower),
+		gpuLimit:    g(nameGPULimit, helpGPULimit),
+		gpuEnergy:   g(nameGPUEnergy, helpGPUEnergy),
+	}
+}
+
+// checkConstLabels returns an error naming the first of labels that is not
+// a valid label name, starts with "_", or is one of reserved; what names
+// the config field.
+func checkConstLabels(what string, labels prometheus.Labels, reserved ...string) error {
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
+		switch {
+		case name == "" || name[0] == '_' || name[0] >= '0' && name[0] <= '9' || !validTagKey(name):
+			return fmt.Errorf("metrics: %s.ConstLabels: %q is not a label name a collector can add (letters, digits and _, not starting with _ or a digit)", what, name)
+		case slices.Contains(reserved, name):
+			return fmt.Errorf("metrics: %s.ConstLabels: %q is a label the collector sets itself", what, name)
+		}
+	}
+	return nil
 }
 
 // modelDescs are the per-model descriptors for one set of label names.
@@ -166,16 +256,16 @@ type modelDescs struct {
 	cacheHits, cacheMisses, cacheHitDur, cacheMissDur   *prometheus.Desc
 }
 
-func newModelDescs(tagKeys []string) *modelDescs {
+func newModelDescs(tagKeys []string, constLabels prometheus.Labels) *modelDescs {
 	labels := []string{labelModel, labelVersion}
 	for _, k := range tagKeys {
 		labels = append(labels, "_"+k)
 	}
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, labels, nil) }
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, labels, constLabels) }
 	return &modelDescs{
 		tagKeys:      tagKeys,
 		success:      d(nameSuccess, helpSuccess),
-		failure:      prometheus.NewDesc(nameFailure, helpFailure, append(slices.Clip(labels), labelReason), nil),
+		failure:      prometheus.NewDesc(nameFailure, helpFailure, append(slices.Clip(labels), labelReason), constLabels),
 		count:        d(nameCount, helpCount),
 		execCount:    d(nameExecCount, helpExecCount),
 		requestDur:   d(nameRequestDur, helpRequestDur),
@@ -208,7 +298,7 @@ func (c *Collector) descsFor(tags map[string]string) *modelDescs {
 	defer c.mu.Unlock()
 	d := c.descs[id]
 	if d == nil {
-		d = newModelDescs(keys)
+		d = newModelDescs(keys, c.labels)
 		c.descs[id] = d
 	}
 	return d
@@ -233,7 +323,7 @@ func validTagKey(k string) bool {
 func (c *Collector) collectModels(ch chan<- prometheus.Metric) {
 	stats, err := c.srv.Stats("", 0)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.dropped, err)
+		ch <- prometheus.NewInvalidMetric(c.fixed.dropped, err)
 		return
 	}
 	dropped := 0
@@ -242,7 +332,7 @@ func (c *Collector) collectModels(ch chan<- prometheus.Metric) {
 		dropped = len(stats) - c.maxSeries
 		stats = stats[:c.maxSeries]
 	}
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(dropped))
+	ch <- prometheus.MustNewConstMetric(c.fixed.dropped, prometheus.GaugeValue, float64(dropped))
 	for i := range stats {
 		c.collectModel(ch, &stats[i])
 	}

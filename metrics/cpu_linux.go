@@ -9,12 +9,6 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-var (
-	descCPUUtil     = prometheus.NewDesc(nameCPUUtil, helpCPUUtil, nil, nil)
-	descCPUMemTotal = prometheus.NewDesc(nameCPUMemTotal, helpCPUMemTotal, nil, nil)
-	descCPUMemUsed  = prometheus.NewDesc(nameCPUMemUsed, helpCPUMemUsed, nil, nil)
-)
-
 // cpuReader reads the machine's CPU time and memory from /proc as Triton
 // does: utilization is the busy share of CPU time (user, nice, system,
 // irq, softirq, steal over those plus idle and iowait) between two
@@ -39,15 +33,15 @@ func newCPUReader() *cpuReader {
 
 // collect sends the CPU families; a family whose /proc file cannot be read
 // is absent from this scrape.
-func (r *cpuReader) collect(ch chan<- prometheus.Metric) {
+func (r *cpuReader) collect(ch chan<- prometheus.Metric, d *fixedDescs) {
 	if util, ok := r.utilization(); ok {
-		ch <- prometheus.MustNewConstMetric(descCPUUtil, prometheus.GaugeValue, util)
+		ch <- prometheus.MustNewConstMetric(d.cpuUtil, prometheus.GaugeValue, util)
 	}
 	mi, err := r.fs.Meminfo()
 	if err == nil && mi.MemTotalBytes != nil && mi.MemAvailableBytes != nil {
 		total, avail := *mi.MemTotalBytes, *mi.MemAvailableBytes
-		ch <- prometheus.MustNewConstMetric(descCPUMemTotal, prometheus.GaugeValue, float64(total))
-		ch <- prometheus.MustNewConstMetric(descCPUMemUsed, prometheus.GaugeValue, float64(total-min(avail, total)))
+		ch <- prometheus.MustNewConstMetric(d.cpuMemTotal, prometheus.GaugeValue, float64(total))
+		ch <- prometheus.MustNewConstMetric(d.cpuMemUsed, prometheus.GaugeValue, float64(total-min(avail, total)))
 	}
 }
 

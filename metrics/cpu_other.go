@@ -10,4 +10,4 @@ type cpuReader struct{}
 
 func newCPUReader() *cpuReader { return nil }
 
-func (*cpuReader) collect(chan<- prometheus.Metric) {}
+func (*cpuReader) collect(chan<- prometheus.Metric, *fixedDescs) {}

@@ -62,7 +62,12 @@
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Nothing is registered on prometheus.DefaultRegisterer: the application
-// chooses its registry. Serve it in the text format (promhttp's default):
+// chooses its registry. Several servers in one process can share one:
+// give each server's Collector and Latencies their own ConstLabels
+// ({"server_id": "a"}, {"server_id": "b"}); a second Collector with the
+// same labels as one already registered is refused by Register (a
+// [prometheus.AlreadyRegisteredError]), since its series would collide
+// and fail every scrape. Serve it in the text format (promhttp's default):
 // the OpenMetrics encoder, enabled with HandlerOpts.EnableOpenMetrics, adds
 // a _total suffix to counters, which tritonserver's names do not have.
 //

@@ -40,15 +40,6 @@ const (
 	haveEnergy
 )
 
-var (
-	descGPUUtil     = prometheus.NewDesc(nameGPUUtil, helpGPUUtil, []string{labelGPU}, nil)
-	descGPUMemTotal = prometheus.NewDesc(nameGPUMemTotal, helpGPUMemTotal, []string{labelGPU}, nil)
-	descGPUMemUsed  = prometheus.NewDesc(nameGPUMemUsed, helpGPUMemUsed, []string{labelGPU}, nil)
-	descGPUPower    = prometheus.NewDesc(nameGPUPower, helpGPUPower, []string{labelGPU}, nil)
-	descGPULimit    = prometheus.NewDesc(nameGPULimit, helpGPULimit, []string{labelGPU}, nil)
-	descGPUEnergy   = prometheus.NewDesc(nameGPUEnergy, helpGPUEnergy, []string{labelGPU}, nil)
-)
-
 // recordEnergyBase remembers each GPU's energy counter the first time it is
 // known, so that nv_energy_consumption counts from the collector's start
 // as Triton's counts from the server's. Called with c.mu held or before c
@@ -76,17 +67,17 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, r.UUID)
 		}
 		if r.Have&haveUtilization != 0 {
-			gauge(descGPUUtil, float64(r.UtilizationPercent)/100)
+			gauge(c.fixed.gpuUtil, float64(r.UtilizationPercent)/100)
 		}
 		if r.Have&haveMemory != 0 {
-			gauge(descGPUMemTotal, float64(r.MemoryTotal))
-			gauge(descGPUMemUsed, float64(r.MemoryUsed))
+			gauge(c.fixed.gpuMemTotal, float64(r.MemoryTotal))
+			gauge(c.fixed.gpuMemUsed, float64(r.MemoryUsed))
 		}
 		if r.Have&havePower != 0 {
-			gauge(descGPUPower, float64(r.PowerMilliwatts)/1000)
+			gauge(c.fixed.gpuPower, float64(r.PowerMilliwatts)/1000)
 		}
 		if r.Have&havePowerLimit != 0 {
-			gauge(descGPULimit, float64(r.PowerLimitMilliwatts)/1000)
+			gauge(c.fixed.gpuLimit, float64(r.PowerLimitMilliwatts)/1000)
 		}
 		if r.Have&haveEnergy != 0 {
 			// A counter that went backwards (a driver reload) restarts
@@ -96,7 +87,7 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric) {
 				base = 0
 				c.energyBase[r.UUID] = 0
 			}
-			ch <- prometheus.MustNewConstMetric(descGPUEnergy, prometheus.CounterValue, float64(r.EnergyMillijoules-base)/1000, r.UUID)
+			ch <- prometheus.MustNewConstMetric(c.fixed.gpuEnergy, prometheus.CounterValue, float64(r.EnergyMillijoules-base)/1000, r.UUID)
 		}
 	}
 }

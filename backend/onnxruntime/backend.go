@@ -44,8 +44,9 @@ type Backend struct {
 type Option func(*Backend)
 
 // WithLibraryPath sets the path of libonnxruntime.so (ONNX Runtime
-// [RuntimeVersion]). Without it the backend uses $ONNXRUNTIME_LIB, then the
-// copy scripts/fetch-onnxruntime.sh keeps in a triton-go checkout.
+// [RuntimeVersion]). Without it the backend searches $ONNXRUNTIME_LIB, a
+// checkout's copy, the user's cache folder and the system's library
+// folders, in the order the package documentation gives.
 func WithLibraryPath(p string) Option { return func(b *Backend) { b.libraryPath = p } }
 
 // WithDefaultMaxBatchSize sets the max_batch_size auto-complete gives a

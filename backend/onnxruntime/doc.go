@@ -7,11 +7,21 @@
 //
 // # The library
 //
-// The shared library is found through [WithLibraryPath], then the
-// ONNXRUNTIME_LIB environment variable, then the copy that
+// The shared library is searched for in this order: [WithLibraryPath];
+// the ONNXRUNTIME_LIB environment variable; the copy that
 // scripts/fetch-onnxruntime.sh keeps in a triton-go checkout
 // (.cache/onnxruntime/1.24.1/linux-<arch>/, found from the working
-// directory upwards); the load error says how to get it. onnxruntime_go keeps
+// directory upwards); the user's cache folder ([UserCachePath]:
+// $XDG_CACHE_HOME or ~/.cache, then triton-go/onnxruntime/1.24.1/linux-<arch>/),
+// where a program built without a checkout (go install) finds the library
+// that [FetchCommand] installs:
+//
+//	go run github.com/triton-go/triton/cmd/fetch-onnxruntime@latest
+//
+// and last the folders of $LD_LIBRARY_PATH and the system's library
+// folders (/usr/local/lib, /usr/lib/<multiarch>, /usr/lib, ...), for
+// libonnxruntime.so.1.24.1 or libonnxruntime.so.1. The load error names
+// the places searched and that command. onnxruntime_go keeps
 // one ONNX Runtime environment per process, shared by every Backend value:
 // the first model to load creates it, the last model to close releases it,
 // and several servers in one process work side by side.

@@ -6,14 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/triton-go/triton/internal/ortdist"
 )
 
 // RuntimeVersion is the ONNX Runtime release this backend is built and
 // tested against (the one github.com/yalue/onnxruntime_go v1.27.0 expects).
-const RuntimeVersion = "1.24.1"
+const RuntimeVersion = ortdist.Version
 
 // LibraryEnv is the environment variable naming the ONNX Runtime shared
 // library, consulted when no library path is given as an option.
@@ -21,19 +25,61 @@ const LibraryEnv = "ONNXRUNTIME_LIB"
 
 // CachePath is where scripts/fetch-onnxruntime.sh puts the library,
 // relative to the root of a triton-go checkout.
-func CachePath() string {
-	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
-	return filepath.Join(".cache", "onnxruntime", RuntimeVersion, "linux-"+arch, "libonnxruntime.so.1")
+func CachePath() string { return ortdist.CheckoutPath() }
+
+// UserCachePath is where `go run github.com/triton-go/triton/cmd/fetch-onnxruntime`
+// puts the library, and where the backend looks for it outside a checkout:
+// os.UserCacheDir()/triton-go/onnxruntime/<RuntimeVersion>/linux-<arch>/libonnxruntime.so.1
+// ($XDG_CACHE_HOME, or ~/.cache, on Linux).
+func UserCachePath() (string, error) { return ortdist.UserCachePath() }
+
+// modulePath is this module's path, for the fix command's version.
+const modulePath = "github.com/triton-go/triton"
+
+// FetchCommand is the command that installs the library where the backend
+// looks for it (the user's cache folder, [UserCachePath]): go run of
+// cmd/fetch-onnxruntime at the version of triton-go this program was built
+// with, or @latest when that version is unknown (a build from a checkout).
+func FetchCommand() string {
+	version := "latest"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
+		for _, m := range mods {
+			if m.Path == modulePath && m.Replace == nil && strings.HasPrefix(m.Version, "v") && !strings.Contains(m.Version, "+") {
+				version = m.Version
+				break
+			}
+		}
+	}
+	return "go run " + modulePath + "/cmd/fetch-onnxruntime@" + version
 }
 
-// errNoLibrary explains how to get the library; it is the whole remedy.
-var errNoLibrary = fmt.Errorf("the ONNX Runtime %s shared library was not found: pass its path with "+
-	"onnxruntime.WithLibraryPath, set %s to it, or run scripts/fetch-onnxruntime.sh (make deps does) "+
-	"in a triton-go checkout, which fetches it from the onnxruntime-node@%s npm package into %s",
-	RuntimeVersion, LibraryEnv, RuntimeVersion, CachePath())
+// systemLibDirs are the folders searched last, after $LD_LIBRARY_PATH's:
+// where a system package or a manual install puts shared libraries.
+func systemLibDirs() []string {
+	multiarch := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	dirs := []string{"/usr/local/lib"}
+	if multiarch != "" {
+		dirs = append(dirs, "/usr/local/lib/"+multiarch, "/usr/lib/"+multiarch, "/lib/"+multiarch)
+	}
+	return append(dirs, "/usr/lib64", "/usr/lib", "/lib64", "/lib")
+}
 
-// findLibrary returns the library path: explicit, then $ONNXRUNTIME_LIB, then
-// the checkout cache found by walking up from the working directory.
+// systemLibNames are the file names looked for in the system folders: the
+// release's own file first, then the soname.
+var systemLibNames = []string{"libonnxruntime.so." + RuntimeVersion, "libonnxruntime.so.1"}
+
+// findLibrary returns the library's path, searching in this order:
+//
+//  1. explicit (WithLibraryPath), then $ONNXRUNTIME_LIB: when set, the
+//     file must exist; nothing else is searched;
+//  2. the checkout's cache, .cache/onnxruntime/<version>/linux-<arch>/,
+//     in the working directory or the nearest parent that has it;
+//  3. the user's cache folder ([UserCachePath]);
+//  4. each folder of $LD_LIBRARY_PATH, then [systemLibDirs], for
+//     libonnxruntime.so.<version> or libonnxruntime.so.1.
+//
+// The error names every place searched and the command that fixes it.
 func findLibrary(explicit string) (string, error) {
 	for _, p := range []string{explicit, os.Getenv(LibraryEnv)} {
 		if p == "" {
@@ -44,21 +90,60 @@ func findLibrary(explicit string) (string, error) {
 		}
 		return p, nil
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", errNoLibrary
-	}
-	for {
-		p := filepath.Join(dir, CachePath())
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+	var searched []string
+	if dir, err := os.Getwd(); err == nil {
+		for {
+			p := filepath.Join(dir, CachePath())
+			if isFile(p) {
+				return p, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errNoLibrary
-		}
-		dir = parent
+		searched = append(searched, CachePath()+" in the working directory and its parents")
 	}
+	user, err := UserCachePath()
+	if err == nil {
+		if isFile(user) {
+			return user, nil
+		}
+		searched = append(searched, user)
+	}
+	dirs := append(filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")), systemLibDirs()...)
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		for _, name := range systemLibNames {
+			if p := filepath.Join(d, name); isFile(p) {
+				return p, nil
+			}
+		}
+	}
+	searched = append(searched, "$LD_LIBRARY_PATH and the system library folders")
+	return "", fmt.Errorf("the ONNX Runtime %s shared library was not found (searched %s); "+
+		"install it where this backend looks with `%s` "+
+		"(it fetches the onnxruntime-node@%s npm package with npm, checks its sha256 and puts %s in %s; "+
+		"in a triton-go checkout, scripts/fetch-onnxruntime.sh, which make deps runs, puts it in %s instead), "+
+		"or set %s to the library's path, or pass it with onnxruntime.WithLibraryPath",
+		RuntimeVersion, strings.Join(searched, ", "), FetchCommand(), RuntimeVersion, ortdist.LibName,
+		userCacheOr(user), CachePath(), LibraryEnv)
+}
+
+func userCacheOr(p string) string {
+	if p == "" {
+		return "the user's cache folder"
+	}
+	return filepath.Dir(p)
+}
+
+// isFile reports whether p is a regular file (or a link to one).
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // env is the process's ONNX Runtime environment. onnxruntime_go keeps one
@@ -94,7 +179,7 @@ func acquireEnv(lib string) error {
 	}
 	if v := ort.GetVersion(); v != RuntimeVersion {
 		_ = ort.DestroyEnvironment()
-		return fmt.Errorf("ONNX Runtime at %s is version %s; this backend needs %s", lib, v, RuntimeVersion)
+		return fmt.Errorf("ONNX Runtime at %s is version %s; this backend needs %s (%s installs it)", lib, v, RuntimeVersion, FetchCommand())
 	}
 	env.refs, env.lib = 1, lib
 	return nil
