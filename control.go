@@ -67,7 +67,9 @@ var errNotExplicit = errors.New("explicit model load / unload is not allowed if 
 // [ControlExplicit] mode). A model already serving keeps serving until the
 // new versions are built, warmed and published; then the old ones drain
 // their in-flight requests and close in the background. A load that fails
-// leaves what was serving untouched and is reported by [Server.Index].
+// leaves what was serving untouched; its error is returned and logged, and
+// [Server.Index] lists the versions that failed and do not serve (as in
+// Triton, a failed reload of a serving version is not listed beside it).
 // Loading a model whose files and config have not changed, without
 // overrides, does nothing. opts may be nil.
 func (s *Server) Load(ctx context.Context, model string, opts *LoadOptions) error {

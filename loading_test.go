@@ -458,3 +458,31 @@ func TestFileOverrideNames(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeBatchStats checks the statistics of batch sizes above the ones
+// counted up front: they are counted when they first run, and listed in
+// order after the small ones.
+func TestLargeBatchStats(t *testing.T) {
+	files := map[string]string{"m/config.pbtxt": oneInput("counting", 1, "max_batch_size: 2147483647"), "m/1/x": ""}
+	srv := newServer(t, files, triton.WithBackend("counting", &counting{}))
+	for _, rows := range []int{3000, 2, 1500, 3000} {
+		req := &triton.InferRequest{Model: "m", Inputs: []tensor.Tensor{int32s(t, "INPUT0", tensor.Shape{int64(rows), 1}, make([]int32, rows)...)}}
+		if _, err := srv.Infer(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := srv.Stats("m", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, b := range stats[0].Batches {
+		sizes = append(sizes, b.BatchSize)
+		if b.BatchSize == 3000 && b.ComputeInfer.Count != 2 {
+			t.Errorf("batch size 3000 ran %d times, want 2", b.ComputeInfer.Count)
+		}
+	}
+	if fmt.Sprint(sizes) != "[2 1500 3000]" {
+		t.Errorf("batch sizes %v, want [2 1500 3000]", sizes)
+	}
+}
