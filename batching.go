@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -34,12 +35,18 @@ type batchWork struct {
 
 var workPool = sync.Pool{New: func() any { return new(batchWork) }}
 
+// micros converts a config's microseconds to a duration, the largest one
+// for values beyond it (a uint64 of microseconds can overflow one).
+func micros(us uint64) time.Duration {
+	return time.Duration(min(us, math.MaxInt64/uint64(time.Microsecond))) * time.Microsecond
+}
+
 // batcherConfig translates dynamic_batching into the batcher's terms.
 func batcherConfig(cfg *modelconfig.ModelConfig) batcher.Config {
 	db := cfg.GetDynamicBatching()
 	bc := batcher.Config{
 		MaxBatchSize:    int64(cfg.GetMaxBatchSize()),
-		MaxQueueDelay:   time.Duration(db.GetMaxQueueDelayMicroseconds()) * time.Microsecond,
+		MaxQueueDelay:   micros(db.GetMaxQueueDelayMicroseconds()),
 		PriorityLevels:  int(db.GetPriorityLevels()),
 		DefaultPriority: int(db.GetDefaultPriorityLevel()),
 		DefaultPolicy:   queuePolicy(db.GetDefaultQueuePolicy()),
@@ -58,7 +65,7 @@ func batcherConfig(cfg *modelconfig.ModelConfig) batcher.Config {
 
 func queuePolicy(p *modelconfig.ModelQueuePolicy) batcher.QueuePolicy {
 	qp := batcher.QueuePolicy{
-		DefaultTimeout:       time.Duration(p.GetDefaultTimeoutMicroseconds()) * time.Microsecond,
+		DefaultTimeout:       micros(p.GetDefaultTimeoutMicroseconds()),
 		AllowTimeoutOverride: p.GetAllowTimeoutOverride(),
 		MaxQueueSize:         int(p.GetMaxQueueSize()),
 	}

@@ -6,7 +6,10 @@ package triton
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,14 +37,16 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 	fail := func(ver int64, code Code, err error) {
 		err = &Error{Code: code, Model: md.Name, Version: ver, Err: fmt.Errorf("failed to load '%s': %w", md.Name, err)}
 		e.failures = append(e.failures, loadFailure{version: ver, err: err})
+		s.logFailure(md.Name, ver, err)
 	}
 
-	cfg, err := s.readConfig(md, src.override)
+	cfgFile := repository.ConfigFileFor(md, s.opts.configName)
+	cfg, err := s.readConfig(md, cfgFile, src.override)
 	if err != nil {
 		fail(0, InvalidArgument, err)
 		return e
 	}
-	name, b, err := s.resolveBackend(md.ConfigPath(), cfg)
+	name, b, err := s.resolveBackend(md.Path(cfgFile), cfg)
 	if err != nil {
 		fail(0, InvalidArgument, err)
 		return e
@@ -58,7 +63,16 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 		return e
 	}
 	for _, n := range slices.Backward(versions) {
-		v, err := s.loadVersion(ctx, md, cfg, n, name, b, known, log.With(zap.Int64("version", n)))
+		vlog := log.With(zap.Int64("version", n))
+		var v *version
+		for try := 0; ; try++ {
+			v, err = s.loadVersion(ctx, md, cfgFile, cfg, n, name, b, known, vlog)
+			if err == nil || try >= s.opts.loadRetries || ctx.Err() != nil {
+				break
+			}
+			// Triton's --model-load-retry-count: build the version afresh.
+			vlog.Warn("model version failed to load; trying again", zap.Int("retry", try+1), zap.Int("retries", s.opts.loadRetries), zap.String("error", err.Error()))
+		}
 		if err != nil {
 			code := CodeOf(err)
 			if code == Unknown {
@@ -75,10 +89,14 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 	return e
 }
 
-// readConfig reads and normalizes a model's config.pbtxt, or takes the
-// override a load asked for instead. Without either, a non-strict server
-// guesses the backend from the model files, as Triton's auto-complete does.
-func (s *Server) readConfig(md repository.ModelDir, override *modelconfig.ModelConfig) (*modelconfig.ModelConfig, error) {
+// readConfig reads and normalizes a model's configuration (file, relative
+// to the model folder: config.pbtxt or the one WithModelConfigName
+// chooses), or takes the override a load asked for instead. Either way,
+// or without any (a non-strict server loads a model folder without
+// config.pbtxt), the backend, platform and default model file missing are
+// completed from the model files, as Triton's server-side auto-complete
+// does.
+func (s *Server) readConfig(md repository.ModelDir, file string, override *modelconfig.ModelConfig) (*modelconfig.ModelConfig, error) {
 	var (
 		cfg   *modelconfig.ModelConfig
 		found = true
@@ -89,21 +107,27 @@ func (s *Server) readConfig(md repository.ModelDir, override *modelconfig.ModelC
 		if cfg.GetName() == "" {
 			cfg.Name = md.Name
 		}
-	} else if cfg, found, err = repository.ReadConfig(md); err != nil {
+	} else if cfg, found, err = repository.ReadConfigFile(md, file); err != nil {
 		return nil, err
 	}
-	if !found {
-		if s.opts.strictConfig {
-			return nil, fmt.Errorf("%s: no configuration file, and strict model configuration is on", md.ConfigPath())
-		}
-		b, p, ok := repository.GuessBackend(md)
-		if !ok {
-			return nil, fmt.Errorf("%s: no configuration file, and no model file that names a backend", md.ConfigPath())
-		}
-		cfg.Backend, cfg.Platform = b, p
+	if !found && s.opts.strictConfig {
+		return nil, fmt.Errorf("%s: no configuration file, and strict model configuration is on", md.Path(file))
+	}
+	if err := repository.CompleteBackend(md, cfg); err != nil {
+		return nil, err
 	}
 	repository.Normalize(cfg, repository.NormalizeOptions{})
 	return cfg, nil
+}
+
+// logFailure logs a model (version 0) or version that failed to load, as
+// Triton does, once, where the failure happens.
+func (s *Server) logFailure(model string, ver int64, err error) {
+	fields := []zap.Field{zap.String("model", model)}
+	if ver > 0 {
+		fields = append(fields, zap.Int64("version", ver))
+	}
+	s.log.Error("failed to load", append(fields, zap.String("error", err.Error()))...)
 }
 
 // resolveBackend finds the backend that serves cfg.
@@ -146,7 +170,7 @@ func (s *Server) backendFor(name string) (backend.Backend, bool) {
 // loadVersion builds one version completely (config completed and
 // validated, model loaded, every instance created and warmed) and starts its
 // instances. On failure it releases whatever it had created.
-func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
+func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFile string, base *modelconfig.ModelConfig, n int64, name string, b backend.Backend, known func(string) bool, log *zap.Logger) (*version, error) {
 	began := time.Now()
 	cfg := proto.CloneOf(base)
 	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log,
@@ -160,8 +184,11 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, base *
 			repository.Normalize(cfg, repository.NormalizeOptions{})
 		}
 	}
-	if err := repository.Validate(md.ConfigPath(), cfg, repository.ValidateOptions{ModelName: md.Name, KnownModel: known}); err != nil {
+	if err := repository.Validate(md.Path(cfgFile), cfg, repository.ValidateOptions{ModelName: md.Name, KnownModel: known}); err != nil {
 		return nil, withCode(InvalidArgument, err)
+	}
+	if err := checkRuntime(md, n, name, cfg); err != nil {
+		return nil, err
 	}
 	labels, err := readLabels(md.FS, cfg)
 	if err != nil {
@@ -300,4 +327,31 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 		}
 	}
 	return nil
+}
+
+// checkRuntime checks the config's runtime field (the backend library
+// Triton loads for the model) with Triton's rules and messages: a runtime
+// whose path leaves the folder it is looked up in is refused, as is one
+// that names no library there. Backends here are Go packages, not shared
+// libraries, so the only runtime that can be found is the backend's own
+// library name, libtriton_<backend>.so, which the Go backend serves; a
+// library in the model folder exists but cannot be loaded (Unsupported).
+func checkRuntime(md repository.ModelDir, n int64, name string, cfg *modelconfig.ModelConfig) error {
+	rt := cfg.GetRuntime()
+	if rt == "" || rt == "libtriton_"+name+".so" {
+		return nil
+	}
+	dirs := []string{md.Path(strconv.FormatInt(n, 10)), md.Path(".")}
+	if clean := path.Clean(rt); path.IsAbs(rt) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return withCode(InvalidArgument, fmt.Errorf("backend library name '%s' escapes backend directory '%s', for model '%s', check model config runtime field",
+			rt, dirs[0], md.Name))
+	}
+	for _, p := range []string{path.Join(strconv.FormatInt(n, 10), rt), rt} {
+		if fi, err := fs.Stat(md.FS, p); err == nil && !fi.IsDir() {
+			return withCode(Unsupported, fmt.Errorf("runtime '%s' of model '%s' is a backend library in the model folder (%s); this server runs backends written in Go only, so leave runtime empty to use backend '%s'",
+				rt, md.Name, md.Path(p), name))
+		}
+	}
+	return withCode(InvalidArgument, fmt.Errorf("unable to find backend library '%s' for model '%s', searched: '%s' '%s' ",
+		rt, md.Name, dirs[0], dirs[1]))
 }

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -24,10 +26,6 @@ import (
 	"github.com/triton-go/triton/repository"
 )
 
-// loadThreads is how many models load at once (Triton's
-// --model-load-thread-count default).
-const loadThreads = 4
-
 // source is where a load takes a model from: its folder, and the config
 // that replaces config.pbtxt when the load has an override.
 type source struct {
@@ -41,12 +39,18 @@ type source struct {
 type LoadOptions struct {
 	// Config replaces the model's config.pbtxt for this load: a ModelConfig
 	// in JSON, with proto field names, as the repository extension's
-	// "config" parameter. Its name, if set, must be the model's.
+	// "config" parameter. Its name, if set, must be the model's. Like a
+	// config.pbtxt, it is completed from the model files (those of Files
+	// when given): a backend it does not name comes from them.
 	Config string
 	// Files replaces the model folder for this load: paths relative to the
 	// model folder (such as "1/model.onnx") and their contents, as the
-	// repository extension's "file:<path>" parameters. It needs Config. A
-	// path must stay inside the model folder: no "..", no absolute paths.
+	// repository extension's "file:<path>" parameters. It needs Config.
+	// Paths are held to the rules of real files, as Triton writes them to
+	// a folder: a leading '/' still means the model folder, "." and ".."
+	// are resolved and the result must stay inside it, a name has at most
+	// 255 bytes and no NUL, a path at most 4096 bytes, and a path cannot be
+	// both a file and the folder of another.
 	Files map[string][]byte
 }
 
@@ -63,7 +67,9 @@ var errNotExplicit = errors.New("explicit model load / unload is not allowed if 
 // [ControlExplicit] mode). A model already serving keeps serving until the
 // new versions are built, warmed and published; then the old ones drain
 // their in-flight requests and close in the background. A load that fails
-// leaves what was serving untouched and is reported by [Server.Index].
+// leaves what was serving untouched; its error is returned and logged, and
+// [Server.Index] lists the versions that failed and do not serve (as in
+// Triton, a failed reload of a serving version is not listed beside it).
 // Loading a model whose files and config have not changed, without
 // overrides, does nothing. opts may be nil.
 func (s *Server) Load(ctx context.Context, model string, opts *LoadOptions) error {
@@ -164,12 +170,9 @@ func (s *Server) source(model string, opts *LoadOptions) (source, error) {
 		if src.override == nil {
 			return fail(InvalidArgument, errors.New("file overrides need a config override too"))
 		}
-		files := fstest.MapFS{}
-		for p, data := range opts.Files {
-			if !fs.ValidPath(p) || p == "." || strings.Contains(p, `\`) {
-				return fail(InvalidArgument, fmt.Errorf("file override %q is not a path inside the model folder", p))
-			}
-			files[model+"/"+p] = &fstest.MapFile{Data: data}
+		files, err := overrideFiles(model, opts.Files)
+		if err != nil {
+			return fail(InvalidArgument, err)
 		}
 		md, err := repository.Lookup([]repository.Root{repository.FSRoot(files)}, model, s.log)
 		if err != nil {
@@ -186,11 +189,17 @@ func (s *Server) source(model string, opts *LoadOptions) (source, error) {
 		}
 		return fail(code, err)
 	}
-	src.dir = md
-	if src.fingerprint, err = repository.Fingerprint(md); err != nil {
-		return fail(Internal, err)
+	return s.sourceOf(md, src.override)
+}
+
+// sourceOf is the source of a model folder already found, with its
+// fingerprint.
+func (s *Server) sourceOf(md repository.ModelDir, override *modelconfig.ModelConfig) (source, error) {
+	fp, err := repository.Fingerprint(md)
+	if err != nil {
+		return source{}, &Error{Code: Internal, Model: md.Name, Err: fmt.Errorf("failed to load '%s': %w", md.Name, err)}
 	}
-	return src, nil
+	return source{dir: md, override: override, fingerprint: fp}, nil
 }
 
 // known reports whether a model name exists in the repositories or is
@@ -253,6 +262,11 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		if e != nil {
 			old = e.versions
 			s.markRetiring(old)
+			for _, n := range served(e) {
+				if !slices.ContainsFunc(built.versions, func(v *version) bool { return v.number == n }) {
+					built.gone = append(built.gone, n)
+				}
+			}
 		}
 		return built
 	})
@@ -309,7 +323,13 @@ func (s *Server) unloadLocked(name string) {
 		return e
 	})
 	s.retire(vs, false)
-	s.update(name, func(*modelEntry) *modelEntry { return &modelEntry{name: name, state: stateUnloaded} })
+	s.update(name, func(old *modelEntry) *modelEntry {
+		e := &modelEntry{name: name, state: stateUnloaded}
+		if old != nil {
+			e.gone = served(old)
+		}
+		return e
+	})
 	s.purge(name)
 	s.log.Info("model unloaded", zap.String("model", name))
 }
@@ -323,23 +343,35 @@ func (s *Server) loadStartupModels(ctx context.Context) error {
 	}
 	want := s.opts.startupModels
 	all := slices.Equal(want, []string{"*"}) || (len(want) == 0 && s.opts.control.Mode != ControlExplicit)
+	found := make(map[string]repository.ModelDir, len(dirs))
 	var names []string
-	if all {
-		for _, md := range dirs {
+	for _, md := range dirs {
+		found[md.Name] = md
+		if all {
 			names = append(names, md.Name)
 		}
-	} else {
+	}
+	if !all {
 		names = want
 	}
 	errs := make([]error, len(names))
 	var g errgroup.Group
-	g.SetLimit(loadThreads)
+	g.SetLimit(s.opts.loadThreads)
 	for i, name := range names {
 		g.Go(func() error {
 			unlock := s.lock(name)
 			defer unlock()
-			src, err := s.source(name, nil)
+			var (
+				src source
+				err error
+			)
+			if md, ok := found[name]; ok { // found by the scan: not looked up again
+				src, err = s.sourceOf(md, nil)
+			} else {
+				src, err = s.source(name, nil)
+			}
 			if err != nil {
+				s.logFailure(name, 0, err)
 				s.update(name, func(*modelEntry) *modelEntry {
 					return &modelEntry{name: name, failures: []loadFailure{{err: err}}}
 				})
@@ -354,12 +386,7 @@ func (s *Server) loadStartupModels(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil && s.opts.exitOnError {
 		return err
 	}
-	for i, err := range errs {
-		if err != nil { // not returned: the server starts without them
-			s.log.Error("model failed to load", zap.String("model", names[i]), zap.Error(err))
-		}
-	}
-	return nil
+	return nil // the failures are logged where they happen (buildModel)
 }
 
 // poll watches the repositories in ControlPoll mode until the server
@@ -384,7 +411,7 @@ func (s *Server) poll() {
 		}
 		now := map[string]uint64{}
 		var g errgroup.Group
-		g.SetLimit(loadThreads)
+		g.SetLimit(s.opts.loadThreads)
 		for _, md := range dirs {
 			fp, err := repository.Fingerprint(md)
 			if err != nil {
@@ -404,9 +431,7 @@ func (s *Server) poll() {
 				defer s.ops.Done()
 				unlock := s.lock(md.Name)
 				defer unlock()
-				if err := s.loadLocked(s.ctx, source{dir: md, fingerprint: fp}); err != nil {
-					s.log.Error("poll: loading a changed model failed; the serving version stays", zap.String("model", md.Name), zap.Error(err))
-				}
+				_ = s.loadLocked(s.ctx, source{dir: md, fingerprint: fp}) // failures are logged by buildModel
 				return nil
 			})
 		}
@@ -441,31 +466,28 @@ type ModelState struct {
 }
 
 // Index lists every model in the repositories and every model the server
-// knows, one row per version (or one per model when no version applies),
-// sorted by name and version, as Triton's repository index does.
+// knows, sorted by name and version, with Triton's rows:
+//
+//   - a version that serves is READY (UNLOADING while its model unloads;
+//     UNAVAILABLE "not ready" when its instances say they are not), also
+//     while a reload of it is under way or after one failed: what failed
+//     is not listed beside what serves, and a failed reload is reported
+//     by its Load call and logged;
+//   - a version that served and no longer does (unloaded, or dropped by a
+//     reload that serves other versions) is UNAVAILABLE with reason
+//     "unloaded";
+//   - a version that failed to load and does not serve is UNAVAILABLE with
+//     the error as reason;
+//   - a model with no version to list has one row of version 0: LOADING
+//     while it loads, UNAVAILABLE with the reason when it failed before
+//     any version was built (a config that cannot be read, no version under
+//     the version policy; Triton lists such a model without state or
+//     reason), "" when it was never loaded.
 func (s *Server) Index(ctx context.Context) []ModelState {
 	var out []ModelState
 	t := s.table.Load()
 	for _, e := range t.models {
-		switch e.state {
-		case stateLoading:
-			out = append(out, ModelState{Name: e.name, State: "LOADING"})
-		case stateUnloaded:
-			out = append(out, ModelState{Name: e.name, State: "UNAVAILABLE", Reason: "unloaded"})
-		}
-		for _, v := range e.versions {
-			st := ModelState{Name: e.name, Version: v.number, State: "READY"}
-			switch {
-			case e.state == stateUnloading:
-				st.State = "UNLOADING"
-			case !v.ready(ctx):
-				st.State, st.Reason = "UNAVAILABLE", "not ready"
-			}
-			out = append(out, st)
-		}
-		for _, f := range e.failures {
-			out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
-		}
+		out = e.index(ctx, out)
 	}
 	if dirs, err := repository.Scan(s.opts.roots, nil); err == nil {
 		for _, md := range dirs {
@@ -478,4 +500,115 @@ func (s *Server) Index(ctx context.Context) []ModelState {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
 	})
 	return out
+}
+
+// index appends e's rows of the repository index to out.
+func (e *modelEntry) index(ctx context.Context, out []ModelState) []ModelState {
+	n := len(out)
+	for _, v := range e.versions {
+		st := ModelState{Name: e.name, Version: v.number, State: "READY"}
+		switch {
+		case e.state == stateUnloading:
+			st.State = "UNLOADING"
+		case !v.ready(ctx):
+			st.State, st.Reason = "UNAVAILABLE", "not ready"
+		}
+		out = append(out, st)
+	}
+	failed := e.failed()
+	for _, f := range failed {
+		out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
+	}
+	for _, g := range e.gone {
+		if !e.serves(g) && !slices.ContainsFunc(failed, func(f loadFailure) bool { return f.version == g }) {
+			out = append(out, ModelState{Name: e.name, Version: g, State: "UNAVAILABLE", Reason: "unloaded"})
+		}
+	}
+	if len(out) > n {
+		return out
+	}
+	switch e.state {
+	case stateLoading:
+		return append(out, ModelState{Name: e.name, State: "LOADING"})
+	case stateUnloaded:
+		return append(out, ModelState{Name: e.name, State: "UNAVAILABLE", Reason: "unloaded"})
+	}
+	return append(out, ModelState{Name: e.name})
+}
+
+// failed returns the failures the index lists and readiness counts: those
+// of versions that do not serve, and a failure of the whole model when no
+// version serves. A failed reload of what serves is not among them (as in
+// Triton, the serving version stays READY).
+func (e *modelEntry) failed() []loadFailure {
+	var out []loadFailure
+	for _, f := range e.failures {
+		if (f.version == 0 && len(e.versions) == 0) || (f.version != 0 && !e.serves(f.version)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// serves reports whether version n of e serves.
+func (e *modelEntry) serves(n int64) bool {
+	return slices.ContainsFunc(e.versions, func(v *version) bool { return v.number == n })
+}
+
+// served returns the versions e serves or served, ascending.
+func served(e *modelEntry) []int64 {
+	out := slices.Clone(e.gone)
+	for _, v := range e.versions {
+		out = append(out, v.number)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Limits of real file systems (Linux's NAME_MAX and PATH_MAX) that file
+// overrides are held to, as if Triton had written them to disk.
+const (
+	maxFileName = 255
+	maxFilePath = 4096
+)
+
+// overrideFiles checks a load's file overrides with the rules Triton's
+// (which writes them into a temporary model folder) enforces, with its
+// messages, and returns them as the model folder model in a file system.
+// As in Triton, a path is taken relative to the model folder even with a
+// leading '/', and "." and ".." elements are resolved; the result must stay
+// inside the folder.
+func overrideFiles(model string, files map[string][]byte) (fstest.MapFS, error) {
+	out := fstest.MapFS{}
+	clean := make(map[string]string, len(files)) // normalized path → the parameter's path
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		param := "file:" + p
+		rel := path.Clean(strings.TrimLeft(p, "/"))
+		written := path.Join(model, rel)
+		switch {
+		case strings.ContainsRune(p, 0):
+			return nil, fmt.Errorf("Invalid file parameter '%s': a file name cannot contain a NUL byte", param)
+		case rel == ".." || strings.HasPrefix(rel, "../"):
+			return nil, fmt.Errorf("Invalid file parameter '%s' with normalized path '%s' must stay within model directory.", param, rel)
+		case rel == ".":
+			return nil, fmt.Errorf("failed to open binary file for write %s: Is a directory", model)
+		case len(written) > maxFilePath:
+			return nil, fmt.Errorf("failed to open binary file for write %s: File name too long", written)
+		}
+		for _, elem := range strings.Split(rel, "/") {
+			if len(elem) > maxFileName {
+				return nil, fmt.Errorf("failed to open binary file for write %s: File name too long", written)
+			}
+		}
+		clean[rel] = p
+		out[written] = &fstest.MapFile{Data: files[p]}
+	}
+	for rel := range clean {
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			if _, isFile := clean[dir]; isFile {
+				return nil, fmt.Errorf("Invalid file parameter 'file:%s', directory has been created as a file", clean[rel])
+			}
+		}
+	}
+	return out, nil
 }

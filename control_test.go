@@ -48,7 +48,7 @@ func (r *diskRepo) remove(name string) {
 
 // counting is a backend that answers INPUT0 with the model version (as
 // INT32) and counts loads and closes, so tests can see reloads happen (or
-// not).
+// not). A version whose folder has a file named "fail" fails to load.
 type counting struct {
 	loads, closes atomic.Int32
 	seen          sync.Map // files the models saw in their version folder
@@ -59,6 +59,9 @@ func (c *counting) Load(_ context.Context, spec *backend.ModelSpec) (backend.Mod
 	if vfs, err := spec.VersionFS(); err == nil {
 		if data, err := fs.ReadFile(vfs, "weights.txt"); err == nil {
 			c.seen.Store(spec.Name, string(data))
+		}
+		if _, err := fs.Stat(vfs, "fail"); err == nil {
+			return nil, fmt.Errorf("version %d refuses to load", spec.Version)
 		}
 	}
 	v := int32(spec.Version)
@@ -184,8 +187,14 @@ func testExplicitLoadUnload(t *testing.T) {
 	}
 	_, err = srv.Infer(ctx, oneInputRequest(t, "m", "", 0))
 	wantError(t, err, triton.NotFound, "has no available versions")
-	if got := state(srv, "m"); !slices.Equal(got, []string{"0:UNAVAILABLE"}) {
+	// Both versions served once: both are listed "unloaded", as in Triton.
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:UNAVAILABLE", "2:UNAVAILABLE"}) {
 		t.Errorf("after unload: %v", got)
+	}
+	for _, st := range srv.Index(ctx) {
+		if st.Name == "m" && st.Reason != "unloaded" {
+			t.Errorf("after unload: %+v, want reason unloaded", st)
+		}
 	}
 	if !srv.Ready(ctx) {
 		t.Error("a model unloaded on purpose must not make the server unready")
@@ -225,9 +234,24 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown json field", "m", &triton.LoadOptions{Config: `{"max_batch": 3}`}, triton.InvalidArgument, []string{"malformed config override"}},
 		{"rename", "m", &triton.LoadOptions{Config: `{"name": "other"}`}, triton.InvalidArgument, []string{"cannot rename"}},
 		{"files without config", "m", &triton.LoadOptions{Files: map[string][]byte{"1/weights.txt": []byte("w")}}, triton.InvalidArgument, []string{"need a config override"}},
-		{"file escapes", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"../../evil": []byte("x")}}, triton.InvalidArgument, []string{`"../../evil" is not a path inside the model folder`}},
-		{"absolute file", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"/etc/passwd": []byte("x")}}, triton.InvalidArgument, []string{"not a path inside"}},
-		{"dotdot inside", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/../../x": []byte("x")}}, triton.InvalidArgument, []string{"not a path inside"}},
+		{"file escapes", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"../../evil": []byte("x")}}, triton.InvalidArgument,
+			[]string{"Invalid file parameter 'file:../../evil' with normalized path '../../evil' must stay within model directory."}},
+		{"dotdot inside", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/../../x": []byte("x")}}, triton.InvalidArgument,
+			[]string{"Invalid file parameter 'file:1/../../x' with normalized path '../x' must stay within model directory."}},
+		// As in Triton, a leading '/' is inside the model folder: the
+		// folder then has no version.
+		{"absolute file", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"/etc/passwd": []byte("x")}}, triton.InvalidArgument,
+			[]string{"at least one version must be available"}},
+		{"the folder itself", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/..": []byte("x")}}, triton.InvalidArgument,
+			[]string{"failed to open binary file for write m: Is a directory"}},
+		{"name too long", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/" + strings.Repeat("n", 256): []byte("x")}}, triton.InvalidArgument,
+			[]string{"failed to open binary file for write m/1/nnn", ": File name too long"}},
+		{"path too long", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{strings.Repeat("d/", 2100) + "x": []byte("x")}}, triton.InvalidArgument,
+			[]string{": File name too long"}},
+		{"NUL in a name", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/a\x00b": []byte("x")}}, triton.InvalidArgument,
+			[]string{"Invalid file parameter 'file:1/a\x00b': a file name cannot contain a NUL byte"}},
+		{"a file where a folder is", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1": []byte("x"), "1/model.onnx": []byte("y")}}, triton.InvalidArgument,
+			[]string{"Invalid file parameter 'file:1/model.onnx', directory has been created as a file"}},
 		{"invalid override", "m", &triton.LoadOptions{Config: cfgJSON(`, "max_batch_size": -1`)}, triton.InvalidArgument, []string{"'max_batch_size' must be non-negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,28 +321,53 @@ func TestFailedReloadKeepsServing(t *testing.T) {
 	c := &counting{}
 	srv := serveExplicit(t, repo.dir, c, "*")
 	ctx := context.Background()
+	// A config that fails after it was read (a validation error): the
+	// error goes to the caller; the index lists what serves, READY, and
+	// nothing beside it, and the server stays ready, as in Triton.
 	repo.write("m/config.pbtxt", oneInput("counting", 1, "max_batch_size: -5"))
 	err := srv.Load(ctx, "m", nil)
 	wantError(t, err, triton.InvalidArgument, "'max_batch_size' must be non-negative")
 	servesVersion(t, srv, "m", 1)
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:READY"}) {
+		t.Errorf("index after a failed reload: %v, want only the serving version", got)
+	}
+	if !srv.Ready(ctx) {
+		t.Error("not ready while every model serves")
+	}
+	// A config that cannot be parsed: the same.
+	repo.write("m/config.pbtxt", "not a config")
+	wantError(t, srv.Load(ctx, "m", nil), triton.InvalidArgument, "config.pbtxt")
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:READY"}) {
+		t.Errorf("index after a reload with a broken config: %v", got)
+	}
+	// A new version that fails to load is listed UNAVAILABLE with its
+	// reason beside the version that serves, and the server is not ready.
+	repo.write("m/config.pbtxt", oneInput("counting", 1, `version_policy: { all: {} }`))
+	repo.write("m/2/fail", "")
+	wantError(t, srv.Load(ctx, "m", nil), triton.Internal, "version 2 refuses to load")
+	servesVersion(t, srv, "m", 1)
 	var reason string
 	for _, st := range srv.Index(ctx) {
-		if st.Name == "m" && st.State == "UNAVAILABLE" {
-			reason = st.Reason
+		if st.Name == "m" && st.Version == 2 {
+			reason = st.State + " " + st.Reason
 		}
 	}
-	if !strings.Contains(reason, "max_batch_size") {
-		t.Errorf("index does not record the failed reload: %+v", srv.Index(ctx))
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:READY", "2:UNAVAILABLE"}) || !strings.Contains(reason, "UNAVAILABLE") || !strings.Contains(reason, "refuses to load") {
+		t.Errorf("index after a new version failed: %v (%s)", got, reason)
 	}
 	if srv.Ready(ctx) {
-		t.Error("ready with a failed load recorded")
+		t.Error("ready with a version that failed to load")
 	}
+	repo.remove("m/2/fail")
 	repo.write("m/config.pbtxt", oneInput("counting", 2, ""))
 	if err := srv.Load(ctx, "m", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !srv.Ready(ctx) {
 		t.Error("not ready after a successful reload")
+	}
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:UNAVAILABLE", "2:READY"}) {
+		t.Errorf("index after the reload to version 2: %v, want version 1 unloaded", got)
 	}
 }
 
@@ -507,15 +556,14 @@ func testPollMode(t *testing.T) {
 	servesVersion(t, srv, "m", 1)
 	time.Sleep(poll)
 	servesVersion(t, srv, "m", 2)
-	// A broken config: the old version keeps serving, and the index tells
-	// why the reload failed.
+	// A broken config: the old version keeps serving, READY in the index
+	// with nothing beside it (as in Triton); version 1, dropped by the
+	// reload to 2, is listed unloaded.
 	repo.write("m/config.pbtxt", "this is not a config")
 	time.Sleep(8 * poll)
 	servesVersion(t, srv, "m", 2)
-	if !slices.ContainsFunc(srv.Index(ctx), func(st triton.ModelState) bool {
-		return st.Name == "m" && st.State == "UNAVAILABLE" && strings.Contains(st.Reason, "config.pbtxt")
-	}) {
-		t.Errorf("the failed reload is not in the index: %+v", srv.Index(ctx))
+	if got := state(srv, "m"); !slices.Equal(got, []string{"1:UNAVAILABLE", "2:READY"}) {
+		t.Errorf("index after the failed reload: %v", got)
 	}
 	// A removed model: unloaded once it has been missing at two polls.
 	repo.remove("n")

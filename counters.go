@@ -5,6 +5,7 @@ package triton
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +42,8 @@ type counters struct {
 	inferences, executions  atomic.Uint64
 	last                    atomic.Int64 // the last success, as time since epoch
 	pending                 atomic.Int64
-	batches                 []batchCounter // by batch size, 1..max
+	batches                 []batchCounter // by batch size, 1..min(max, denseBatches)
+	bigBatches              sync.Map       // batch sizes above denseBatches: int64 → *batchCounter
 	cacheHit, cacheMiss     atomic.Uint64
 	cacheHitNs, cacheMissNs durationCounter
 	loadTime                time.Duration
@@ -52,8 +54,26 @@ type batchCounter struct {
 	inputNs, inferNs, outputNs durationCounter
 }
 
+// denseBatches is the largest batch size whose counters are allocated up
+// front. Larger sizes get theirs when they first run: max_batch_size may be
+// anything up to 2^31-1, and counters for every size up to it would be
+// tens of GB.
+const denseBatches = 1024
+
 func newCounters(maxBatch int64) *counters {
-	return &counters{batches: make([]batchCounter, max(maxBatch, 1)+1)}
+	return &counters{batches: make([]batchCounter, min(max(maxBatch, 1), denseBatches)+1)}
+}
+
+// batch returns the counters of one batch size (at least 1).
+func (c *counters) batch(size int64) *batchCounter {
+	if size < int64(len(c.batches)) {
+		return &c.batches[size]
+	}
+	if b, ok := c.bigBatches.Load(size); ok {
+		return b.(*batchCounter)
+	}
+	b, _ := c.bigBatches.LoadOrStore(size, new(batchCounter))
+	return b.(*batchCounter)
 }
 
 // timing is when a request reached each stage, as times since epoch (0:
@@ -91,11 +111,11 @@ func (t *timing) stages() (queue, input, infer, output time.Duration) {
 // execution records one batch execution of the given size.
 func (c *counters) execution(size int64, t *timing) {
 	c.executions.Add(1)
-	if size < 1 || int(size) >= len(c.batches) {
+	if size < 1 {
 		return
 	}
 	_, in, inf, out := t.stages()
-	b := &c.batches[size]
+	b := c.batch(size)
 	b.count.Add(1)
 	b.inputNs.add(in)
 	b.inferNs.add(inf)

@@ -52,6 +52,27 @@
 // [CodeOf] classifies any error. Messages follow Triton's wording where
 // clients are known to compare them ("Request for unknown model: ...").
 //
+// # Loading models
+//
+// Models load as Triton loads them: up to [WithModelLoadThreads] models at
+// once (4 by default), a failed version tried again [WithModelLoadRetries]
+// times, each model's configuration read from config.pbtxt or from
+// configs/<name>.pbtxt ([WithModelConfigName]). Whatever the config's
+// source (a file, a load's override, none), a missing backend comes from
+// the model files or from a folder named <name>.<backend>
+// ([repository.CompleteBackend]). A load's file overrides are held to the
+// rules of real files: paths resolved inside the model folder, names of at
+// most 255 bytes, paths of at most 4096.
+//
+// Deviations from Triton, so that no config can make a load allocate
+// without bound before it fails: a model has at most
+// [repository.MaxInstances] (1024) instances over all its instance
+// groups, dynamic_batching at most [repository.MaxPriorityLevels] (10000)
+// priority levels, an implicit sequence state at most 1 GiB per sequence,
+// and a warm-up input at most 4 GiB (package warmup). Above these a load
+// fails at once with InvalidArgument naming the field and the limit.
+// Triton has none of these limits.
+//
 // # Concurrency and lifecycle
 //
 // All methods are safe for concurrent use. Deadlines and cancellation come

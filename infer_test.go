@@ -511,17 +511,14 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] reshape: { shape: [ 
 
 // TestReshapeToScalar checks `reshape: { shape: [ ] }`: a batching model
 // takes [batch, 1] from clients and gives the backend [batch]; a
-// non-batching one takes [1] and gives a true scalar.
+// non-batching one is refused, as Triton refuses it.
 func TestReshapeToScalar(t *testing.T) {
+	scalar := `backend: "shape"
+input [ { name: "INPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]`
 	files := map[string]string{
-		"b/config.pbtxt": `backend: "shape" max_batch_size: 4
-input [ { name: "INPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]`,
-		"b/1/x": "",
-		"s/config.pbtxt": `backend: "shape"
-input [ { name: "INPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } } ]`,
-		"s/1/x": "",
+		"b/config.pbtxt": "max_batch_size: 4\n" + scalar,
+		"b/1/x":          "",
 	}
 	seen := map[string]tensor.Shape{}
 	var mu sync.Mutex
@@ -536,7 +533,7 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [
 	for _, tc := range []struct {
 		model       string
 		shape, want tensor.Shape
-	}{{"b", tensor.Shape{3, 1}, tensor.Shape{3}}, {"s", tensor.Shape{1}, tensor.Shape{}}} {
+	}{{"b", tensor.Shape{3, 1}, tensor.Shape{3}}} {
 		in, _ := tensor.From("INPUT0", tc.shape, make([]int64, tc.shape[0]))
 		resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: tc.model, ID: tc.model, Inputs: []tensor.Tensor{in}})
 		if err != nil {
@@ -549,6 +546,10 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [
 			t.Errorf("%s: client got %v, want %v", tc.model, out.Shape, tc.shape)
 		}
 	}
+	_, err := triton.New(triton.WithRepository(mapFS(map[string]string{"s/config.pbtxt": scalar, "s/1/x": ""})), triton.WithBackend("shape", shape))
+	wantError(t, err, triton.InvalidArgument,
+		"model input 'INPUT0' cannot have empty reshape for non-batching model as scalar tensors are not supported for s",
+		"model output 'OUTPUT0' cannot have empty reshape for non-batching model as scalar tensors are not supported for s")
 }
 
 func TestOptionalInputs(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,6 +39,9 @@ type options struct {
 	drainPeriod     time.Duration
 	observers       []Observer
 	cacheBytes      int64
+	loadThreads     int
+	loadRetries     int
+	configName      string
 }
 
 func defaultOptions() options {
@@ -45,6 +49,7 @@ func defaultOptions() options {
 		logger:          zap.NewNop(),
 		exitOnError:     true,
 		strictReadiness: true,
+		loadThreads:     4,
 	}
 }
 
@@ -256,6 +261,50 @@ func WithObserver(o Observer) Option {
 			return errors.New("WithObserver: nil observer")
 		}
 		opts.observers = append(opts.observers, o)
+		return nil
+	})
+}
+
+// WithModelLoadThreads sets how many models load at once (Triton's
+// --model-load-thread-count, default 4): the models of the startup load
+// and of a poll of the repositories are built by up to n workers in
+// parallel. n must be at least 1.
+func WithModelLoadThreads(n int) Option {
+	return optionFunc(func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("WithModelLoadThreads: need at least one thread, got %d", n)
+		}
+		o.loadThreads = n
+		return nil
+	})
+}
+
+// WithModelLoadRetries sets how many times a model version that fails to
+// load is tried again before the failure is final (Triton's
+// --model-load-retry-count, default 0). Each try builds the version
+// afresh: backend model, instances and warm-up; a load cancelled by its
+// context or by Close is not retried. n must not be negative.
+func WithModelLoadRetries(n int) Option {
+	return optionFunc(func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("WithModelLoadRetries: negative retry count %d", n)
+		}
+		o.loadRetries = n
+		return nil
+	})
+}
+
+// WithModelConfigName makes every model read its configuration from
+// configs/<name>.pbtxt in its folder when that file exists, and from
+// config.pbtxt otherwise (Triton's --model-config-name). The empty name,
+// the default, means config.pbtxt always. name is a file name without the
+// .pbtxt extension, without path separators.
+func WithModelConfigName(name string) Option {
+	return optionFunc(func(o *options) error {
+		if strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
+			return fmt.Errorf("WithModelConfigName: %q is not a file name", name)
+		}
+		o.configName = name
 		return nil
 	})
 }

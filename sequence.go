@@ -13,7 +13,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -133,12 +132,14 @@ func newSequencer(v *version, fsys fs.FS, instances int) (*sequencer, error) {
 	return s, nil
 }
 
+// maxStateBytes bounds one implicit state of one sequence: every live
+// sequence holds its own, allocated when the model loads (the initial
+// state) and as sequences start.
+const maxStateBytes = 1 << 30
+
 // sequenceConfig translates sequence_batching into the scheduler's terms.
 func sequenceConfig(cfg *modelconfig.ModelConfig, instances int) batcher.SequenceConfig {
 	sb := cfg.GetSequenceBatching()
-	micros := func(us uint64) time.Duration {
-		return time.Duration(min(us, math.MaxInt64/uint64(time.Microsecond))) * time.Microsecond
-	}
 	sc := batcher.SequenceConfig{
 		MaxBatchSize:  int64(cfg.GetMaxBatchSize()),
 		Instances:     instances,
@@ -220,6 +221,9 @@ func compileState(v *version, fsys fs.FS, st *modelconfig.ModelSequenceBatching_
 	}
 	if spec.dtype == tensor.Bytes || spec.dtype.Size() == 0 {
 		return spec, fmt.Errorf("sequence_batching state '%s': data_type %s is not supported for implicit state", spec.input, st.GetDataType())
+	}
+	if n > maxStateBytes/int64(spec.dtype.Size()) {
+		return spec, fmt.Errorf("sequence_batching state '%s': dims %v of %s are above the limit of %d bytes per sequence", spec.input, dims, st.GetDataType(), maxStateBytes)
 	}
 	size := n * int64(spec.dtype.Size())
 	spec.initial = make([]byte, size)

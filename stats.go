@@ -156,16 +156,27 @@ func (v *version) snapshot() ModelStats {
 	if d := c.last.Load(); d != 0 {
 		st.LastInference = epoch.Add(time.Duration(d))
 	}
-	for size := range c.batches {
-		b := &c.batches[size]
+	batch := func(size int64, b *batchCounter) {
 		if n := b.count.Load(); n > 0 {
 			st.Batches = append(st.Batches, BatchStats{
-				BatchSize:     int64(size),
+				BatchSize:     size,
 				ComputeInput:  dur(n, &b.inputNs),
 				ComputeInfer:  dur(n, &b.inferNs),
 				ComputeOutput: dur(n, &b.outputNs),
 			})
 		}
+	}
+	for size := range c.batches {
+		batch(int64(size), &c.batches[size])
+	}
+	var big []int64
+	c.bigBatches.Range(func(k, _ any) bool {
+		big = append(big, k.(int64))
+		return true
+	})
+	slices.Sort(big)
+	for _, size := range big {
+		batch(size, c.batch(size))
 	}
 	if v.dyn != nil {
 		st.Queued = v.dyn.Len()

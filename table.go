@@ -30,6 +30,9 @@ type modelEntry struct {
 	fingerprint uint64
 	override    bool
 	attempted   uint64
+	// gone lists the versions that served and no longer do (unloaded, or
+	// dropped by a reload), which the index shows as "unloaded".
+	gone []int64
 }
 
 // entryState is what is happening to a model, for the index and for

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/responsecache"
@@ -107,7 +108,10 @@ func New(opts ...Option) (*Server, error) {
 	if len(o.roots) == 0 {
 		return nil, &Error{Code: InvalidArgument, Err: errors.New("no model repository: use WithModelRepository or WithRepository")}
 	}
-	s := &Server{opts: o, log: o.logger}
+	// Lifecycle failures are the user's to read, not the library's call
+	// stack: the server's log lines carry no Go stack traces, whatever the
+	// logger's configuration (zap's production config adds them at Error).
+	s := &Server{opts: o, log: o.logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel))}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if o.cacheBytes > 0 {
 		s.cache = responsecache.New(o.cacheBytes)
@@ -153,7 +157,7 @@ func (s *Server) Ready(ctx context.Context) bool {
 		if e.state == stateUnloaded {
 			continue // unloaded on purpose: not expected to be ready
 		}
-		if e.state != stateServing || len(e.failures) > 0 || len(e.versions) == 0 {
+		if e.state != stateServing || len(e.failed()) > 0 || len(e.versions) == 0 {
 			return false
 		}
 		for _, v := range e.versions {

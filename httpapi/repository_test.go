@@ -165,8 +165,8 @@ func TestRepositoryLoadOverrides(t *testing.T) {
 		{"parameters not object", "/v2/repository/models/a/load", `{"parameters":[]}`, 400, []string{"Unable to parse 'parameters'"}},
 		{"bad base64", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:1/x":"***"}}`, 400, []string{"base64"}},
 		{"file without config", "/v2/repository/models/c/load", `{"parameters":{"file:1/x":"eA=="}}`, 400, []string{"file overrides need a config override too"}},
-		{"file escaping the folder", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:../../etc/passwd":"eA=="}}`, 400, []string{"is not a path inside the model folder"}},
-		{"absolute file", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:/etc/passwd":"eA=="}}`, 400, []string{"is not a path inside the model folder"}},
+		{"file escaping the folder", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:../../etc/passwd":"eA=="}}`, 400, []string{"must stay within model directory"}},
+		{"absolute file", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:/etc/passwd":"eA=="}}`, 400, []string{"Could not determine backend for model 'c'"}}, // inside the folder, as in Triton
 		{"malformed config", "/v2/repository/models/c/load", `{"parameters":{"config":"{"}}`, 400, []string{"config override"}},
 		{"malformed body", "/v2/repository/models/a/load", `{"parameters":`, 400, []string{"failed to parse the request JSON buffer"}},
 		{"repository name", "/v2/repository/myrepo/models/a/load", ``, 501, []string{"'repository_name' specification is not supported"}},

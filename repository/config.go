@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -102,11 +103,36 @@ func ParseConfig(path string, data []byte) (*modelconfig.ModelConfig, error) {
 // folder is left for [Validate] to report. Read errors are wrapped with the
 // file's path; syntax errors are *ConfigError.
 func ReadConfig(md ModelDir) (cfg *modelconfig.ModelConfig, found bool, err error) {
-	p := md.ConfigPath()
+	return ReadConfigFile(md, ConfigFile)
+}
+
+// ConfigsFolder is the folder of a model that holds its alternative
+// configurations, chosen by name (tritonserver's --model-config-name).
+const ConfigsFolder = "configs"
+
+// ConfigFileFor returns the file, relative to the model folder, that holds
+// md's configuration when the server is given a model config name
+// (tritonserver's --model-config-name), with Triton's rule:
+// configs/<name>.pbtxt when that file exists, config.pbtxt otherwise, and
+// config.pbtxt for an empty name.
+func ConfigFileFor(md ModelDir, name string) string {
+	if name != "" && md.FS != nil {
+		p := path.Join(ConfigsFolder, name+".pbtxt")
+		if fi, err := fs.Stat(md.FS, p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	return ConfigFile
+}
+
+// ReadConfigFile is [ReadConfig] for the configuration in file, a path
+// relative to the model folder (see [ConfigFileFor]).
+func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, found bool, err error) {
+	p := md.Path(file)
 	if md.FS == nil {
 		return nil, false, fmt.Errorf("repository: read %s: model folder has no file system", p)
 	}
-	data, err := fs.ReadFile(md.FS, ConfigFile)
+	data, err := fs.ReadFile(md.FS, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &modelconfig.ModelConfig{Name: md.Name}, false, nil
 	}

@@ -2,10 +2,12 @@ package repository_test
 
 import (
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"google.golang.org/protobuf/proto"
 
@@ -302,5 +304,52 @@ func TestReadConfig(t *testing.T) {
 				t.Errorf("config = {%s}, want name %q backend %q", text(cfg), tt.name, tt.backend)
 			}
 		})
+	}
+}
+
+func TestConfigFileFor(t *testing.T) {
+	fsys := fstest.MapFS{
+		"m/config.pbtxt":         {Data: []byte(`name: "m" backend: "default"`)},
+		"m/configs/h100.pbtxt":   {Data: []byte(`name: "m" backend: "h100"`)},
+		"m/configs/folder.pbtxt": {Mode: fs.ModeDir},
+		"m/1/model.onnx":         {},
+		"n/1/model.onnx":         {},
+	}
+	models, err := repository.Scan([]repository.Root{repository.FSRoot(fsys)}, nil)
+	if err != nil || len(models) != 2 {
+		t.Fatalf("Scan = %v, %v", models, err)
+	}
+	m, n := models[0], models[1]
+	for _, tc := range []struct {
+		md         repository.ModelDir
+		name, file string
+		backend    string
+		found      bool
+	}{
+		{m, "", "config.pbtxt", "default", true},
+		{m, "h100", "configs/h100.pbtxt", "h100", true},
+		{m, "a100", "config.pbtxt", "default", true}, // no such file: config.pbtxt, as Triton
+		{m, "folder", "config.pbtxt", "default", true},
+		{n, "h100", "config.pbtxt", "", false},
+	} {
+		file := repository.ConfigFileFor(tc.md, tc.name)
+		if file != tc.file {
+			t.Errorf("%s with name %q: file %q, want %q", tc.md.Name, tc.name, file, tc.file)
+			continue
+		}
+		cfg, found, err := repository.ReadConfigFile(tc.md, file)
+		if err != nil || found != tc.found || cfg.GetBackend() != tc.backend || cfg.GetName() != tc.md.Name {
+			t.Errorf("%s %s: %v, found %v, %v", tc.md.Name, file, cfg, found, err)
+		}
+	}
+	if p := m.Path("configs/h100.pbtxt"); p != "m/configs/h100.pbtxt" {
+		t.Errorf("Path = %q", p)
+	}
+	broken := fstest.MapFS{"m/configs/bad.pbtxt": {Data: []byte("name: ")}, "m/1/x": {}}
+	models, _ = repository.Scan([]repository.Root{repository.FSRoot(broken)}, nil)
+	_, _, err = repository.ReadConfigFile(models[0], repository.ConfigFileFor(models[0], "bad"))
+	var ce *repository.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "m/configs/bad.pbtxt" {
+		t.Errorf("syntax error %v does not name configs/bad.pbtxt", err)
 	}
 }

@@ -27,14 +27,19 @@
 // config sent with a load request):
 //
 //  1. [Scan] lists the models of one or more roots, with their versions.
-//  2. [ReadConfig] reads a model's config.pbtxt ([ParseConfig] parses text
-//     from elsewhere). Syntax errors are *[ConfigError] values with file,
-//     line and column. A model without config.pbtxt gets an empty config,
-//     and [GuessBackend] tells which backend its files are for.
+//  2. [ReadConfig] reads a model's config.pbtxt ([ConfigFileFor] and
+//     [ReadConfigFile] read configs/<name>.pbtxt instead, Triton's
+//     --model-config-name; [ParseConfig] parses text from elsewhere).
+//     Syntax errors are *[ConfigError] values with file, line and column.
+//     A model without config.pbtxt gets an empty config. [CompleteBackend]
+//     fills in the backend, platform and default model file that the
+//     model files (or a folder name <name>.<backend>) imply, for any
+//     config, as Triton's server-side auto-complete does.
 //  3. [Normalize] fills in Triton's defaults (version policy, instance
 //     groups, preferred batch sizes, backend/platform pairing, ...).
 //  4. [Validate] reports every broken rule as a *ConfigError naming the
-//     field.
+//     field, and the numbers above this package's bounds
+//     ([MaxInstances], [MaxPriorityLevels]; Triton has none).
 //  5. [SelectVersions] picks the versions the version policy serves.
 //
 // The platform table ([BackendForPlatform], [DefaultModelFilename]) lives

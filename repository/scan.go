@@ -78,11 +78,16 @@ type ModelDir struct {
 
 // ConfigPath returns the path of the model's config.pbtxt, for messages: a
 // local path when the repository is on disk, "<model>/config.pbtxt" otherwise.
-func (md ModelDir) ConfigPath() string {
+func (md ModelDir) ConfigPath() string { return md.Path(ConfigFile) }
+
+// Path returns the path of file, relative to the model folder, for
+// messages: a local path when the repository is on disk,
+// "<model>/<file>" otherwise.
+func (md ModelDir) Path(file string) string {
 	if md.Dir != "" {
-		return filepath.Join(md.Dir, ConfigFile)
+		return filepath.Join(md.Dir, filepath.FromSlash(file))
 	}
-	return path.Join(md.Name, ConfigFile)
+	return path.Join(md.Name, file)
 }
 
 // Scan lists the models of one or more repositories, sorted by name.

@@ -11,6 +11,19 @@ import (
 	"github.com/triton-go/triton/modelconfig"
 )
 
+// Bounds on the numbers of a config whose cost the server pays when the
+// model loads, before any request comes. Triton has none; without them one
+// line of a config (or of a load's override) could make the server
+// allocate without limit before failing.
+const (
+	// MaxInstances is the most instances a model may have, summed over
+	// its instance groups (a KIND_GPU group's count counts once per GPU).
+	MaxInstances = 1024
+	// MaxPriorityLevels is the most dynamic_batching.priority_levels: the
+	// server keeps a queue per level.
+	MaxPriorityLevels = 10_000
+)
+
 // ValidateOptions gives Validate what it cannot read from the config.
 type ValidateOptions struct {
 	// ModelName is the model's folder name; the config's name must match
@@ -202,11 +215,9 @@ func (v *validator) checkReshape(t ioSpec, dimsOK bool) {
 	}
 	shape := t.reshape.GetShape()
 	field := t.field + ".reshape"
-	// Triton allows `reshape: { shape: [ ] }` only for batching models. We
-	// also allow it when dims hold exactly one element, so a non-batching
-	// model can take a true scalar (Silero VAD's sample rate).
-	if len(shape) == 0 && v.cfg.GetMaxBatchSize() <= 0 && !slices.Equal(t.dims, []int64{1}) {
-		v.add(field, "%s has reshape with empty shape, which is only allowed when max_batch_size > 0 or dims are [1] (a scalar) for %s",
+	// Triton allows `reshape: { shape: [ ] }` only for batching models.
+	if len(shape) == 0 && v.cfg.GetMaxBatchSize() <= 0 {
+		v.add(field, "%s cannot have empty reshape for non-batching model as scalar tensors are not supported for %s",
 			t.what, v.model)
 		return
 	}
@@ -364,6 +375,9 @@ func (v *validator) checkDynamicBatching() {
 	}
 	v.checkPreferred("dynamic_batching.preferred_batch_size", "dynamic batching", db.GetPreferredBatchSize())
 	levels := db.GetPriorityLevels()
+	if levels > MaxPriorityLevels {
+		v.add("dynamic_batching.priority_levels", "priority_levels %d of %s is above the limit of %d", levels, v.model, MaxPriorityLevels)
+	}
 	if levels > 0 {
 		if d := db.GetDefaultPriorityLevel(); d < 1 || d > levels {
 			v.add("dynamic_batching.default_priority_level",
@@ -548,6 +562,7 @@ func (v *validator) checkStates(states []*modelconfig.ModelSequenceBatching_Stat
 }
 
 func (v *validator) checkInstanceGroups() {
+	var total int64 // instances of the model so far
 	for i, g := range v.cfg.GetInstanceGroup() {
 		f := fmt.Sprintf("instance_group[%d]", i)
 		name := g.GetName()
@@ -566,6 +581,16 @@ func (v *validator) checkInstanceGroups() {
 		}
 		if c := g.GetCount(); c < 0 {
 			v.add(f+".count", "instance group %s of model %s must specify a non-negative count, got %d", name, v.model, c)
+		} else if total >= 0 {
+			n := int64(c)
+			if g.GetKind() == modelconfig.ModelInstanceGroup_KIND_GPU {
+				n *= int64(max(len(g.GetGpus()), 1)) // count instances on each GPU
+			}
+			if total += n; total > MaxInstances {
+				v.add(f+".count", "instance group %s of model %s: %d instances in all is above the limit of %d instances per model",
+					name, v.model, total, MaxInstances)
+				total = -1 // reported once
+			}
 		}
 		for _, id := range g.GetGpus() {
 			if id < 0 {
