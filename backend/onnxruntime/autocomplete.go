@@ -27,7 +27,10 @@ import (
 //     max_batch_size above 1, dynamic batching is enabled;
 //   - for a batching model the batch dimension is left out of dims;
 //     rank-0 (scalar) tensors make a model unbatchable and are written as
-//     dims [1] with reshape { shape: [] }.
+//     dims [1], as Triton's ONNX Runtime backend writes them (Triton
+//     refuses an empty reshape on a non-batching model); the backend feeds
+//     and returns them as rank 0 inside (see scalarOK). A tensor that is
+//     [batch] in a batching model is dims [1] with reshape { shape: [] }.
 //
 // What the config already states is kept; contradictions are found by
 // checkConfig when the model loads.
@@ -143,8 +146,11 @@ func completeTensor(io ort.InputOutputInfo, batching bool, axis int) (modelconfi
 		axis = min(axis, len(dims)-1)
 		dims = append(dims[:axis:axis], dims[axis+1:]...)
 	}
-	if len(dims) == 0 {
+	switch {
+	case len(dims) == 0 && batching: // [batch] in the model: a scalar per request
 		return modelconfig.DataType(dt), []int64{1}, &modelconfig.ModelTensorReshape{Shape: []int64{}}, nil
+	case len(dims) == 0: // rank 0 in a model that does not batch (see scalarOK)
+		return modelconfig.DataType(dt), []int64{1}, nil, nil
 	}
 	return modelconfig.DataType(dt), dims, nil, nil
 }
@@ -205,7 +211,7 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 			shape = insertBatch(shape, min(axis, len(shape)))
 		}
 		model := normalizeDims(io.Dimensions)
-		if !dimsCompatible(shape, model) {
+		if !dimsCompatible(shape, model) && !scalarOK(batching, shape, model) {
 			hint := ""
 			if batching && len(shape) == len(model)+1 {
 				hint = "; with max_batch_size > 0 the batch dimension is implicit and must not be written into dims"
@@ -300,6 +306,13 @@ func fittingAxis(shape []int64, at int, model []int64) (int, bool) {
 // dimsCompatible reports whether configured dims fit the model's: same rank,
 // and each fixed model dimension equal to the configured one (a -1 in the
 // model accepts anything; a -1 in the config needs a -1 in the model).
+// scalarOK reports whether a configured shape of one element (dims [1],
+// [1, 1], ...) stands for a model tensor of rank 0 in a model that does not
+// batch: the form Triton's ONNX Runtime backend accepts for scalars.
+func scalarOK(batching bool, cfg, model []int64) bool {
+	return !batching && len(model) == 0 && len(cfg) > 0 && !slices.ContainsFunc(cfg, func(d int64) bool { return d != 1 })
+}
+
 func dimsCompatible(cfg, model []int64) bool {
 	if len(cfg) != len(model) {
 		return false

@@ -187,6 +187,7 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 			}
 			m.always = append(m.always, k)
 		}
+		m.scalarIn, m.scalarOut = scalars(spec.Config, m.inputs, ins), scalars(spec.Config, m.outputs, outs)
 		m.outShapes = make([]outputShape, len(m.outputs))
 		for k, name := range m.outputs {
 			if m.outShapes[k], err = knownShape(spec.Config, name, outs); err != nil {
@@ -237,6 +238,22 @@ func knownShape(cfg *modelconfig.ModelConfig, name string, outs []ort.InputOutpu
 	return s, nil
 }
 
+// scalars reports per name whether the model file's tensor of that name
+// has rank 0 in a model that does not batch: its config shape is then one
+// element ([1], see scalarOK), fed to ONNX Runtime as rank 0 and answered
+// as [1].
+func scalars(cfg *modelconfig.ModelConfig, names []string, infos []ort.InputOutputInfo) []bool {
+	out := make([]bool, len(names))
+	if cfg.GetMaxBatchSize() > 0 {
+		return out
+	}
+	for k, name := range names {
+		i := slices.IndexFunc(infos, func(o ort.InputOutputInfo) bool { return o.Name == name })
+		out[k] = i >= 0 && len(infos[i].Dimensions) == 0
+	}
+	return out
+}
+
 func instanceCount(cfg *modelconfig.ModelConfig) int {
 	n := 0
 	for _, g := range cfg.GetInstanceGroup() {
@@ -254,6 +271,8 @@ type model struct {
 	outputs   []string      // config order, then state outputs
 	always    []int         // indices in outputs of the state outputs, computed for every batch
 	outShapes []outputShape // per output: its shape, when the model file fixes it
+	scalarIn  []bool        // per input: rank 0 in the model file, one element in the config (scalars)
+	scalarOut []bool        // per output: the same
 	instances int
 	closed    sync.Once
 }

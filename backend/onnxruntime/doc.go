@@ -73,8 +73,10 @@
 // outputs with their datatypes and dims when the config lists none; a model
 // whose every input and output has a dynamic first dimension is batchable,
 // and a max_batch_size left at 0 becomes 4 ([WithDefaultMaxBatchSize]) with
-// dynamic batching enabled. Rank-0 tensors become dims [1] with
-// reshape { shape: [] }. Whatever the config states is then checked against
+// dynamic batching enabled. Rank-0 tensors become dims [1] (they make the
+// model unbatchable), as Triton's ONNX Runtime backend writes them; the
+// backend feeds such a tensor to the session as rank 0 and answers it as
+// [1]. Whatever the config states is then checked against
 // the model: names, datatypes and dims must agree, and the error names the
 // file and tensor (with a hint when the batch dimension was written into
 // dims).

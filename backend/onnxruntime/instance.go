@@ -65,7 +65,11 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		if err != nil {
 			return fmt.Errorf("input '%s' of model '%s': %w", name, i.m.spec.Name, err)
 		}
-		i.in[k] = ortrun.Tensor{Type: int32(ortTypes[t.DataType]), Shape: t.Shape, Data: t.Data}
+		shape := t.Shape
+		if i.m.scalarIn[k] {
+			shape = nil // one element (the server checked it against the config's dims)
+		}
+		i.in[k] = ortrun.Tensor{Type: int32(ortTypes[t.DataType]), Shape: shape, Data: t.Data}
 	}
 	i.want = i.want[:0]
 	for k, name := range i.m.outputs {
@@ -97,7 +101,11 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		if dt == tensor.Invalid {
 			return fmt.Errorf("model '%s' output '%s' has an ONNX element type with no Triton datatype (%d)", i.m.spec.Name, name, o.Type)
 		}
-		if err := b.SetOutput(tensor.Tensor{Name: name, DataType: dt, Shape: o.Shape, Data: o.Data}); err != nil {
+		shape := o.Shape
+		if i.m.scalarOut[i.want[k].Index] && len(shape) == 0 {
+			shape = []int64{1}
+		}
+		if err := b.SetOutput(tensor.Tensor{Name: name, DataType: dt, Shape: shape, Data: o.Data}); err != nil {
 			return fmt.Errorf("model '%s': %w", i.m.spec.Name, err)
 		}
 	}
