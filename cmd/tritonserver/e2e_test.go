@@ -277,3 +277,37 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal("no exit within 30 s of SIGTERM")
 	}
 }
+
+// TestModelConfigNameFlag: --model-config-name makes the binary read
+// <model>/configs/<name>.pbtxt where it exists (here a text_reverse whose
+// output has another name) and config.pbtxt elsewhere, with the load flags
+// applied.
+func TestModelConfigNameFlag(t *testing.T) {
+	repo := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Join(dir, "1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf("name: %q\nbackend: \"reverse\"\ninput [ { name: \"TEXT\" data_type: TYPE_STRING dims: [ -1 ] } ]\noutput [ { name: \"REVERSED\" data_type: TYPE_STRING dims: [ -1 ] } ]\n", name)
+		if err := os.WriteFile(filepath.Join(dir, "config.pbtxt"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "a", "configs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "a", "configs", "h100.pbtxt"),
+		[]byte("name: \"a\"\nbackend: \"reverse\"\nmax_batch_size: 0\ninput [ { name: \"TEXT\" data_type: TYPE_STRING dims: [ -1 ] } ]\noutput [ { name: \"REVERSED\" data_type: TYPE_STRING dims: [ -1 ] } ]\nparameters { key: \"chosen\" value: { string_value: \"h100\" } }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startBinary(t, "--model-repository", repo, "--model-config-name", "h100", "--model-load-thread-count", "2", "--model-load-retry-count", "1")
+	code, _, body := s.do("GET", "/v2/models/a/config", "", nil, nil)
+	if code != 200 || !strings.Contains(string(body), `"chosen"`) {
+		t.Errorf("a's config: %d %s; want the parameter of configs/h100.pbtxt", code, body)
+	}
+	code, _, body = s.do("GET", "/v2/models/b/config", "", nil, nil)
+	if code != 200 || strings.Contains(string(body), `"chosen"`) {
+		t.Errorf("b's config: %d %s; want config.pbtxt's", code, body)
+	}
+}

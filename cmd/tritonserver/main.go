@@ -243,9 +243,10 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithExitOnError(cfg.exitOnError),
 		triton.WithBackend("reverse", reverse),
 	}
-	// wired at merge: triton.WithModelLoadThreads(cfg.modelLoadThreads),
-	// triton.WithModelLoadRetries(cfg.modelLoadRetries), and, when
-	// cfg.modelConfigName != "", triton.WithModelConfigName(cfg.modelConfigName).
+	opts = append(opts, triton.WithModelLoadThreads(cfg.modelLoadThreads), triton.WithModelLoadRetries(cfg.modelLoadRetries))
+	if cfg.modelConfigName != "" {
+		opts = append(opts, triton.WithModelConfigName(cfg.modelConfigName))
+	}
 	mode := map[string]triton.ControlMode{"none": triton.ControlNone, "poll": triton.ControlPoll, "explicit": triton.ControlExplicit}[cfg.controlMode]
 	opts = append(opts, triton.WithModelControl(triton.ModelControl{Mode: mode, PollInterval: time.Duration(cfg.pollSecs) * time.Second}))
 	if len(cfg.loadModels) > 0 {
