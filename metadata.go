@@ -20,9 +20,10 @@ type ServerMetadata struct {
 	Extensions []string
 }
 
-// Metadata returns the server's name, version and protocol extensions.
+// Metadata returns the server's name ([WithServerID]; [Name] by default),
+// version and protocol extensions.
 func (s *Server) Metadata() ServerMetadata {
-	return ServerMetadata{Name: Name, Version: Version, Extensions: slices.Clone(extensions)}
+	return ServerMetadata{Name: s.opts.id, Version: Version, Extensions: slices.Clone(extensions)}
 }
 
 // extensions lists the Triton protocol extensions the core supports; the

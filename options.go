@@ -42,6 +42,7 @@ type options struct {
 	loadThreads     int
 	loadRetries     int
 	configName      string
+	id              string
 }
 
 func defaultOptions() options {
@@ -50,6 +51,7 @@ func defaultOptions() options {
 		exitOnError:     true,
 		strictReadiness: true,
 		loadThreads:     4,
+		id:              Name,
 	}
 }
 
@@ -305,6 +307,19 @@ func WithModelConfigName(name string) Option {
 			return fmt.Errorf("WithModelConfigName: %q is not a file name", name)
 		}
 		o.configName = name
+		return nil
+	})
+}
+
+// WithServerID names the server in its metadata (Triton's --id): the name
+// of Metadata, so of HTTP GET /v2 and gRPC ServerMetadata. The default is
+// [Name], "triton".
+func WithServerID(id string) Option {
+	return optionFunc(func(o *options) error {
+		if id == "" {
+			return errors.New("WithServerID: empty id")
+		}
+		o.id = id
 		return nil
 	})
 }

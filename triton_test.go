@@ -569,3 +569,17 @@ func TestConfigClonePerVersion(t *testing.T) {
 		t.Error("versions of one config differ")
 	}
 }
+
+// TestServerID: WithServerID names the server in its metadata; the default
+// is Name; an empty id is refused.
+func TestServerID(t *testing.T) {
+	if got := newServer(t, simpleRepo(), triton.WithBackend("gofunc", addSub)).Metadata().Name; got != triton.Name {
+		t.Errorf("default name %q, want %q", got, triton.Name)
+	}
+	if got := newServer(t, simpleRepo(), triton.WithBackend("gofunc", addSub), triton.WithServerID("edge-7")).Metadata().Name; got != "edge-7" {
+		t.Errorf("name %q, want edge-7", got)
+	}
+	if _, err := triton.New(triton.WithServerID("")); err == nil {
+		t.Error("WithServerID(\"\") accepted")
+	}
+}

@@ -134,10 +134,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 		// wired at merge: if cfg.httpHeaderForward != nil, append
 		// httpapi.WithHeaderForwardPattern(cfg.httpHeaderForward).
-		var h http.Handler = httpapi.NewHandler(srv, hopts...)
-		if cfg.id != "" {
-			h = withServerID(cfg.id, h)
-		}
+		h := httpapi.NewHandler(srv, hopts...)
 		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), cfg.reuseHTTPPort, h)
 		if err != nil {
 			return err
@@ -162,9 +159,6 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		sopts, err := grpcServerOptions(cfg)
 		if err != nil {
 			return err
-		}
-		if cfg.id != "" {
-			sopts = append(sopts, grpc.ChainUnaryInterceptor(serverIDInterceptor(cfg.id)))
 		}
 		l, err := listen(ctx, net.JoinHostPort(cfg.grpcAddress, strconv.Itoa(cfg.grpcPort)), cfg.reuseGRPCPort)
 		if err != nil {
@@ -244,6 +238,9 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithBackend("reverse", reverse),
 	}
 	opts = append(opts, triton.WithModelLoadThreads(cfg.modelLoadThreads), triton.WithModelLoadRetries(cfg.modelLoadRetries))
+	if cfg.id != "" {
+		opts = append(opts, triton.WithServerID(cfg.id))
+	}
 	if cfg.modelConfigName != "" {
 		opts = append(opts, triton.WithModelConfigName(cfg.modelConfigName))
 	}
