@@ -152,6 +152,9 @@ func TestCodecDecodesAsProtobuf(t *testing.T) {
 			for _, chunk := range chunkSizes {
 				r := new(received)
 				err := testCodec(arenas, min).Unmarshal(chunks(data, chunk), r)
+				if err == nil {
+					err = r.malformed
+				}
 				if (err != nil) != (wantErr != nil) {
 					t.Fatalf("message %d, min %d, chunks of %d: error %v, protobuf's %v", i, min, chunk, err, wantErr)
 				}
