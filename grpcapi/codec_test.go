@@ -667,3 +667,21 @@ func BenchmarkCodec(b *testing.B) {
 		})
 	}
 }
+
+// TestArenaHugeNotPooled checks that the pool of requests' buffers lets
+// buffers above maxPooled go rather than keep them.
+func TestArenaHugeNotPooled(t *testing.T) {
+	for _, n := range []int{maxPooled + 1, 2 * maxPooled} {
+		c, size := class(n)
+		b := arenas.Get(n)
+		if len(*b) != n {
+			t.Fatalf("Get(%d): %d bytes", n, len(*b))
+		}
+		arenas.Put(b)
+		exact := make([]byte, size) // a buffer of the class's very size
+		arenas.Put(&exact)
+		if got := arenas.classes[c].Get(); got != nil {
+			t.Errorf("a buffer of %d bytes was pooled", cap(*got.(*[]byte)))
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package grpcapi_test
 
 import (
+	"encoding/binary"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -156,3 +158,66 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (rawCodec) Name() string { return grpcproto.Name }
+
+// TestModelInferContentErrors checks that bad raw and typed contents fail
+// INVALID_ARGUMENT with errors that name the input tensor and the model.
+func TestModelInferContentErrors(t *testing.T) {
+	f := newFixture(t, setup{})
+	input := func(dt string, n int64, c *inferencepb.InferTensorContents) []*inferencepb.ModelInferRequest_InferInputTensor {
+		return []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: dt, Shape: []int64{n}, Contents: c}}
+	}
+	for _, tc := range []struct {
+		name string
+		req  *inferencepb.ModelInferRequest
+		want string
+	}{
+		{"BYTES length past the end", &inferencepb.ModelInferRequest{ModelName: "nb_BYTES", Inputs: input("BYTES", 1, nil), RawInputContents: [][]byte{{0xff, 0, 0, 0}}}, "length 255 runs past the end"},
+		{"BYTES truncated prefix", &inferencepb.ModelInferRequest{ModelName: "nb_BYTES", Inputs: input("BYTES", 1, nil), RawInputContents: [][]byte{{1, 0}}}, "2 bytes cannot hold 1 elements"},
+		{"BYTES too few", &inferencepb.ModelInferRequest{ModelName: "nb_BYTES", Inputs: input("BYTES", 2, nil), RawInputContents: [][]byte{{1, 0, 0, 0, 'a'}}}, "cannot hold 2 elements"},
+		{"typed too few", &inferencepb.ModelInferRequest{ModelName: "nb_INT32", Inputs: input("INT32", 4, &inferencepb.InferTensorContents{IntContents: []int32{1, 2, 3}})}, "expected 16 bytes for shape [4] of INT32, got 12"},
+		{"typed BYTES too few", &inferencepb.ModelInferRequest{ModelName: "nb_BYTES", Inputs: input("BYTES", 2, &inferencepb.InferTensorContents{BytesContents: [][]byte{[]byte("a")}})}, "cannot hold 2 elements"},
+		{"typed wrong field", &inferencepb.ModelInferRequest{ModelName: "nb_FP16", Inputs: input("FP16", 1, &inferencepb.InferTensorContents{Fp32Contents: []float32{1}})}, "of type 'FP32', expected datatype 'FP16'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.client.ModelInfer(t.Context(), tc.req)
+			wantStatus(t, err, codes.InvalidArgument, "'INPUT0'", "model '"+tc.req.ModelName+"'", tc.want)
+		})
+	}
+}
+
+// TestServerOptionsStreamLimit reads the HTTP/2 SETTINGS a server with
+// ServerOptions sends a new connection: it allows 1024 concurrent streams
+// (grpc-go's default is no limit).
+func TestServerOptionsStreamLimit(t *testing.T) {
+	f := newFixture(t, setup{})
+	conn, err := f.lis.DialContext(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The client's preface and an empty SETTINGS frame.
+	if _, err := conn.Write(append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var hdr [9]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+	if hdr[3] != 4 || n%6 != 0 {
+		t.Fatalf("first frame of type %d, %d bytes: not SETTINGS", hdr[3], n)
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(conn, payload); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 6 {
+		if id := binary.BigEndian.Uint16(payload[i:]); id == 3 { // SETTINGS_MAX_CONCURRENT_STREAMS
+			if v := binary.BigEndian.Uint32(payload[i+2:]); v != 1024 {
+				t.Errorf("MAX_CONCURRENT_STREAMS %d, want 1024", v)
+			}
+			return
+		}
+	}
+	t.Error("no MAX_CONCURRENT_STREAMS setting: streams unlimited")
+}
