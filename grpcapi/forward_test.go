@@ -47,7 +47,7 @@ func paramsRequest(p map[string]*inferencepb.InferParameter) *inferencepb.ModelI
 // reserved key fails the request.
 func TestHeaderForwardPattern(t *testing.T) {
 	// As tritonserver compiles the flag's pattern: case insensitive.
-	f := newFixture(t, setup{svc: []grpcapi.Option{grpcapi.WithHeaderForwardPattern(regexp.MustCompile("(?i)" + "^X-Fwd-|grpc|^Sequence_|^triton_"))}})
+	f := newFixture(t, setup{svc: []grpcapi.Option{grpcapi.WithHeaderForwardPattern(regexp.MustCompile("(?i)" + "^X-Fwd-|grpc|^Sequence_|^triton_|^content-type|authority"))}})
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "x-fwd-user", "ann", "x-fwd-a", "header", "x-other", "no", "x-fwd-multi", "1", "x-fwd-multi", "2")
 	resp, err := f.client.ModelInfer(ctx, paramsRequest(params("a", 7, "x-fwd-a", 1, "b", true)))
 	if err != nil {

@@ -272,7 +272,7 @@ var reservedKeys = []string{"sequence_id", "sequence_start", "sequence_end", "pr
 func (s *Service) forwardHeaders(ctx context.Context, r *triton.InferRequest) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	for key, values := range md {
-		if len(values) == 0 || strings.HasPrefix(key, ":") || strings.HasPrefix(key, "grpc-") || !s.forward.MatchString(key) {
+		if len(values) == 0 || !forwardable(key) || !s.forward.MatchString(key) {
 			continue
 		}
 		if slices.Contains(reservedKeys, key) || strings.HasPrefix(key, "triton_") {
@@ -284,6 +284,14 @@ func (s *Service) forwardHeaders(ctx context.Context, r *triton.InferRequest) er
 		r.Parameters[key] = values[len(values)-1]
 	}
 	return nil
+}
+
+// forwardable reports whether a metadata key of grpc-go's may be
+// forwarded: not a pseudo-header (grpc-go adds :authority), not one of
+// gRPC's own "grpc-" keys, nor content-type, which grpc-core, and so
+// Triton, keeps from the application (user-agent it passes on).
+func forwardable(key string) bool {
+	return !strings.HasPrefix(key, ":") && !strings.HasPrefix(key, "grpc-") && key != "content-type"
 }
 
 // inputs reads the request's input tensors. Raw and typed data are used in

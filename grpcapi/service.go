@@ -107,8 +107,9 @@ func WithInferResponseCompressionLevel(level string) Option {
 // priority, timeout, headers, binary_data_output) or starts with
 // "triton_" fails the request with INVALID_ARGUMENT "Header '<key>' is
 // reserved for Triton usage and cannot be forwarded.", as in Triton.
-// Pseudo-headers and gRPC's own "grpc-" keys are never forwarded. nil
-// forwards nothing (the default).
+// Pseudo-headers, gRPC's own "grpc-" keys and content-type are never
+// forwarded (grpc-core keeps them from Triton; user-agent it passes on).
+// nil forwards nothing (the default).
 func WithHeaderForwardPattern(re *regexp.Regexp) Option {
 	return optionFunc(func(c *config) { c.forward = re })
 }
