@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -327,4 +328,44 @@ func TestInferResponseCompressionLevelInvalid(t *testing.T) {
 		}
 	}()
 	grpcapi.New(srv, grpcapi.WithInferResponseCompressionLevel("max"))
+}
+
+// BenchmarkDecompressionBomb measures what refusing bombs costs the
+// process (client and server) at ServerOptions' limit, 2 GiB - 1 bytes:
+// deflate-compressed ModelInfer calls of 3 GiB of zeros each (3 MiB on the
+// wire), one or four at once. It is a measurement, not a timed test; run
+// each case alone and read the process's peak RSS beside it:
+//
+//	go test -run '^$' -bench 'DecompressionBomb/1$' -benchtime 1x ./grpcapi/
+func BenchmarkDecompressionBomb(b *testing.B) {
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			f := newFixture(b, setup{})
+			conn := f.dial(b, grpc.WithDefaultCallOptions(grpc.UseCompressor("deflate")))
+			for b.Loop() {
+				var before, after, collected runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				var wg sync.WaitGroup
+				errs := make([]error, n)
+				for i := range n {
+					wg.Go(func() {
+						var resp inferencepb.ModelInferResponse
+						errs[i] = conn.Invoke(b.Context(), inferencepb.GRPCInferenceService_ModelInfer_FullMethodName, &bomb{n: 3 << 30}, &resp, grpc.ForceCodecV2(bombCodec{}))
+					})
+				}
+				wg.Wait()
+				runtime.ReadMemStats(&after)
+				runtime.GC()
+				runtime.GC()
+				runtime.ReadMemStats(&collected)
+				for _, err := range errs {
+					wantStatus(b, err, codes.ResourceExhausted, "after decompression larger than max")
+				}
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), "MiB-alloc/op")
+				b.ReportMetric(float64(after.HeapSys)/(1<<20), "MiB-heap-sys")
+				b.ReportMetric(float64(collected.HeapInuse)/(1<<20), "MiB-heap-after-2GC")
+			}
+		})
+	}
 }

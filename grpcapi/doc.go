@@ -23,7 +23,9 @@
 // overrides, unload with unload_dependents), system and CUDA shared memory
 // registration, and trace and log settings. Messages may be compressed
 // with gzip or deflate (zlib), the encodings Triton accepts: importing the
-// package registers grpc-go's gzip and a deflate compressor of its own.
+// package registers compressors of its own for both with grpc-go, in place
+// of grpc-go's gzip (whose gzip.SetLevel then panics), so that inflating
+// many messages at once is bounded (see [ServerOptions]).
 // [WithInferResponseCompressionLevel] compresses inference responses as
 // --grpc-infer-response-compression-level does, and
 // [WithHeaderForwardPattern] passes metadata to models as
