@@ -96,15 +96,22 @@ func (codec) Name() string { return grpcproto.Name }
 
 // Unmarshal decodes a request received by the service with its tensors in
 // a pooled buffer, and everything else with protobuf.
+//
+// A request that fails to decode is not an error of Unmarshal: the error
+// goes into the received (its malformed field), for the service to answer
+// INVALID_ARGUMENT, the client's mistake, and a stream to go on. grpc-go
+// would end the call at once, INTERNAL.
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*received); ok {
-		done, err := r.decode(data, c.pool, c.min)
-		if done {
-			return err
-		}
-		v = &r.ModelInferRequest
+	r, ok := v.(*received)
+	if !ok {
+		return c.fallback.Unmarshal(data, v)
 	}
-	return c.fallback.Unmarshal(data, v)
+	done, err := r.decode(data, c.pool, c.min)
+	if !done {
+		err = c.fallback.Unmarshal(data, &r.ModelInferRequest)
+	}
+	r.malformed = err
+	return nil
 }
 
 // Marshal encodes a response of the service with its tensors referenced,
@@ -138,7 +145,8 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 // [received.answer]) or released.
 type received struct {
 	inferencepb.ModelInferRequest
-	held mem.Buffer
+	held      mem.Buffer
+	malformed error // why the codec could not decode the request
 }
 
 // release gives the request's buffer back. The message must not be used
@@ -423,7 +431,15 @@ func reference(data []byte, held mem.Buffer) mem.Buffer {
 // arenas is the pool of requests' buffers: sizes in classes a quarter of a
 // power of two apart (at most 25% above the size asked for), not cleared
 // when reused (a request's buffer is written in full before it is read).
+// Buffers above maxPooled bytes are not pooled: a pool holds what it was
+// given until two garbage collections have passed, and a few requests of
+// a gigabyte would keep gigabytes out of the heap's reach for that long,
+// for the next request of that size class, which may never come; at those
+// sizes the copy into the buffer costs more than allocating it anyway.
 var arenas = &arenaPool{}
+
+// maxPooled is the largest buffer the pool of requests' buffers keeps.
+const maxPooled = 64 << 20
 
 // arenaPool is a mem.BufferPool of large buffers; see [arenas].
 type arenaPool struct {
@@ -447,6 +463,10 @@ func class(n int) (int, int) {
 // Get returns a buffer of length n, its contents unspecified.
 func (p *arenaPool) Get(n int) *[]byte {
 	c, size := class(n)
+	if size > maxPooled {
+		b := make([]byte, n)
+		return &b
+	}
 	if b, ok := p.classes[c].Get().(*[]byte); ok {
 		*b = (*b)[:n]
 		return b
@@ -458,8 +478,8 @@ func (p *arenaPool) Get(n int) *[]byte {
 // Put returns a buffer from Get to the pool.
 func (p *arenaPool) Put(b *[]byte) {
 	c, size := class(cap(*b))
-	if size != cap(*b) {
-		return // not one of ours
+	if size != cap(*b) || size > maxPooled {
+		return // not one of ours, or too large to keep
 	}
 	p.classes[c].Put(b)
 }

@@ -152,6 +152,9 @@ func TestCodecDecodesAsProtobuf(t *testing.T) {
 			for _, chunk := range chunkSizes {
 				r := new(received)
 				err := testCodec(arenas, min).Unmarshal(chunks(data, chunk), r)
+				if err == nil {
+					err = r.malformed
+				}
 				if (err != nil) != (wantErr != nil) {
 					t.Fatalf("message %d, min %d, chunks of %d: error %v, protobuf's %v", i, min, chunk, err, wantErr)
 				}
@@ -662,5 +665,23 @@ func BenchmarkCodec(b *testing.B) {
 				out.Free()
 			}
 		})
+	}
+}
+
+// TestArenaHugeNotPooled checks that the pool of requests' buffers lets
+// buffers above maxPooled go rather than keep them.
+func TestArenaHugeNotPooled(t *testing.T) {
+	for _, n := range []int{maxPooled + 1, 2 * maxPooled} {
+		c, size := class(n)
+		b := arenas.Get(n)
+		if len(*b) != n {
+			t.Fatalf("Get(%d): %d bytes", n, len(*b))
+		}
+		arenas.Put(b)
+		exact := make([]byte, size) // a buffer of the class's very size
+		arenas.Put(&exact)
+		if got := arenas.classes[c].Get(); got != nil {
+			t.Errorf("a buffer of %d bytes was pooled", cap(*got.(*[]byte)))
+		}
 	}
 }

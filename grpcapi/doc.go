@@ -21,8 +21,17 @@
 // band unless the client sends the metadata triton_grpc_error: true),
 // statistics, the model repository (index, load with config and file
 // overrides, unload with unload_dependents), system and CUDA shared memory
-// registration, and trace and log settings. gzip-compressed calls are
-// accepted (the gzip codec is registered on import).
+// registration, and trace and log settings. Messages may be compressed
+// with gzip or deflate (zlib), the encodings Triton accepts: importing the
+// package registers compressors of its own for both with grpc-go, in place
+// of grpc-go's gzip (whose gzip.SetLevel then panics), so that inflating
+// many messages at once is bounded (see [ServerOptions]).
+// [WithInferResponseCompressionLevel] compresses inference responses as
+// --grpc-infer-response-compression-level does, and
+// [WithHeaderForwardPattern] passes metadata to models as
+// --grpc-header-forward-pattern does. ModelReady answers ready=false, not
+// an error, for a model that is unknown, unloaded or not loaded, as
+// Triton's releases do.
 //
 // Large tensors: with the codec of [ServerOptions] ([ServerCodec]) and the
 // handlers [Service.Register] installs, raw_input_contents and
@@ -38,5 +47,24 @@
 // codes come from [triton.Code] through one table (Triton's mapping, plus
 // DeadlineExceeded) and whose messages are Triton's. [WithRestrictedProtocol]
 // guards categories of RPCs with a metadata key, as tritonserver's
-// --grpc-restricted-protocol does.
+// --grpc-restricted-protocol does (the key "triton-grpc-protocol-<key>"
+// that Triton's clients send).
+//
+// # Deviations from Triton
+//
+// A client's mistake is answered INVALID_ARGUMENT where Triton answers a
+// server's code: a string correlation ID over 128 characters (Triton:
+// UNIMPLEMENTED), an output's shared-memory region too small for the
+// output (Triton: INTERNAL), and, with [ServerCodec], a ModelInfer or
+// ModelStreamInfer request that is not valid protobuf (grpc-go: INTERNAL,
+// ending a stream; here a stream answers it in band and goes on). Two
+// remain as Triton has them, since gRPC defines UNIMPLEMENTED as an
+// operation not supported: ModelInfer on a decoupled model and a disabled
+// shared-memory extension. grpc-go, not this package, answers a message of
+// another RPC that is not valid protobuf, or a compressed message that
+// does not inflate, INTERNAL, and an unknown grpc-encoding UNIMPLEMENTED
+// (as gRPC's compression spec asks).
+//
+// For what a client can make the server hold in memory, and the limits
+// that bound it, see [ServerOptions].
 package grpcapi

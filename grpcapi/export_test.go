@@ -18,6 +18,9 @@ func DecodeThroughCodec(data []byte, chunk int) (req *inferencepb.ModelInferRequ
 	if err := c.Unmarshal(chunks(data, chunk), r); err != nil {
 		return nil, nil, err
 	}
+	if r.malformed != nil {
+		return nil, nil, r.malformed
+	}
 	return &r.ModelInferRequest, r.release, nil
 }
 

@@ -52,16 +52,21 @@ func TestHealthWatch(t *testing.T) {
 
 func TestHealthRestricted(t *testing.T) {
 	f := newFixture(t, setup{svc: []grpcapi.Option{grpcapi.WithRestrictedProtocol("health", "probe-key", "yes")}})
-	for _, md := range []metadata.MD{nil, metadata.Pairs("probe-key", "no"), metadata.Pairs("other", "yes")} {
+	const key = "triton-grpc-protocol-probe-key" // Triton's prefix, what its clients send
+	for _, md := range []metadata.MD{nil, metadata.Pairs(key, "no"), metadata.Pairs("other", "yes"),
+		metadata.Pairs("probe-key", "yes"),    // the bare key is not Triton's
+		metadata.Pairs(key, "no", key, "yes"), // as in Triton, the first value counts
+	} {
 		ctx := metadata.NewOutgoingContext(context.Background(), md)
 		_, err := f.health.Check(ctx, &healthpb.HealthCheckRequest{})
-		wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'probe-key'")
+		wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header '"+key+"'")
 	}
-	// Several values: one of them must match.
-	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("probe-key", "no", "probe-key", "yes"))
-	resp, err := f.health.Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Errorf("with the key: %v, %v", resp, err)
+	for _, md := range []metadata.MD{metadata.Pairs(key, "yes"), metadata.Pairs(key, "yes", key, "no"), metadata.Pairs("Triton-GRPC-Protocol-Probe-Key", "yes")} {
+		ctx := metadata.NewOutgoingContext(context.Background(), md)
+		resp, err := f.health.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("with %v: %v, %v", md, resp, err)
+		}
 	}
 	// Other categories are not restricted.
 	if _, err := f.client.ServerMetadata(context.Background(), &inferencepb.ServerMetadataRequest{}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"unsafe"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/triton-go/triton"
@@ -34,6 +36,7 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 	if err := s.allowed(ctx, wire.Inference); err != nil {
 		return nil, err
 	}
+	s.compressResponses(ctx)
 	resp, err := s.infer(ctx, req, false)
 	if err != nil {
 		return nil, s.toStatus(err)
@@ -53,6 +56,9 @@ func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interc
 	r := new(received)
 	if err := dec(r); err != nil {
 		return nil, err
+	}
+	if r.malformed != nil {
+		return nil, malformed(r.malformed)
 	}
 	if interceptor == nil {
 		resp, err := s.ModelInfer(ctx, &r.ModelInferRequest)
@@ -143,6 +149,11 @@ func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest,
 	if err := requestParameters(&c.req, req.GetParameters()); err != nil {
 		return nil, err
 	}
+	if s.forward != nil {
+		if err := s.forwardHeaders(ctx, &c.req); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.inputs(c, req); err != nil {
 		return nil, err
 	}
@@ -174,7 +185,8 @@ func requestParameters(r *triton.InferRequest, params map[string]*inferencepb.In
 				r.SequenceID = uint64(v.Int64Param) // as Triton: the bits of the int64
 			case *inferencepb.InferParameter_StringParam:
 				if len(v.StringParam) > 128 {
-					return errorf(triton.Unsupported, "string correlation ID cannot be longer than 128 characters")
+					// Triton says UNSUPPORTED; the ID is the client's mistake.
+					return errorf(triton.InvalidArgument, "string correlation ID cannot be longer than 128 characters")
 				}
 				r.SequenceIDString = v.StringParam
 			default:
@@ -247,6 +259,39 @@ func requestParameters(r *triton.InferRequest, params map[string]*inferencepb.In
 		}
 	}
 	return nil
+}
+
+// reservedKeys are the request parameters a forwarded header must not
+// set (Triton's kReservedParameterKeys).
+var reservedKeys = []string{"sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers", "binary_data_output"}
+
+// forwardHeaders adds the call's metadata whose key matches the forward
+// pattern to r's parameters, as strings, after (over) the request's own,
+// as Triton's ForwardHeadersAsParameters does (see
+// [WithHeaderForwardPattern]).
+func (s *Service) forwardHeaders(ctx context.Context, r *triton.InferRequest) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for key, values := range md {
+		if len(values) == 0 || !forwardable(key) || !s.forward.MatchString(key) {
+			continue
+		}
+		if slices.Contains(reservedKeys, key) || strings.HasPrefix(key, "triton_") {
+			return errorf(triton.InvalidArgument, "Header '%s' is reserved for Triton usage and cannot be forwarded.", key)
+		}
+		if r.Parameters == nil {
+			r.Parameters = make(map[string]any, len(md))
+		}
+		r.Parameters[key] = values[len(values)-1]
+	}
+	return nil
+}
+
+// forwardable reports whether a metadata key of grpc-go's may be
+// forwarded: not a pseudo-header (grpc-go adds :authority), not one of
+// gRPC's own "grpc-" keys, nor content-type, which grpc-core, and so
+// Triton, keeps from the application (user-agent it passes on).
+func forwardable(key string) bool {
+	return !strings.HasPrefix(key, ":") && !strings.HasPrefix(key, "grpc-") && key != "content-type"
 }
 
 // inputs reads the request's input tensors. Raw and typed data are used in
@@ -551,7 +596,8 @@ func (s *Service) response(c *inferCall, resp *triton.InferResponse) (*inference
 			switch {
 			case spec.inSHM:
 				if len(t.Data) > len(spec.shm) {
-					return nil, errorf(triton.Internal, "shared memory size specified with the request for output '%s' (%d bytes) should be at least %d bytes to hold the results",
+					// Triton says INTERNAL; the region is the client's.
+					return nil, errorf(triton.InvalidArgument, "shared memory size specified with the request for output '%s' (%d bytes) should be at least %d bytes to hold the results",
 						t.Name, len(spec.shm), len(t.Data))
 				}
 				if _, err := sysshm.Copy(spec.shm, t.Data); err != nil {

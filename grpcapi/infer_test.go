@@ -531,7 +531,8 @@ func TestModelInferParameterErrors(t *testing.T) {
 	}{
 		{params("sequence_id", true), codes.InvalidArgument, "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."},
 		{params("sequence_id", uint64(3)), codes.InvalidArgument, "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."},
-		{params("sequence_id", strings.Repeat("s", 129)), codes.Unimplemented, "string correlation ID cannot be longer than 128 characters"},
+		// Triton says UNIMPLEMENTED; a client's mistake is INVALID_ARGUMENT here.
+		{params("sequence_id", strings.Repeat("s", 129)), codes.InvalidArgument, "string correlation ID cannot be longer than 128 characters"},
 		{params("sequence_start", 1), codes.InvalidArgument, "invalid value type for 'sequence_start' parameter, expected bool_param."},
 		{params("sequence_end", "true"), codes.InvalidArgument, "invalid value type for 'sequence_end' parameter, expected bool_param."},
 		{params("priority", "1"), codes.InvalidArgument, "invalid value type for 'priority' parameter, expected int64_param or uint64_param."},
@@ -667,8 +668,11 @@ func waitBlocked(t *testing.T, bl *testmodels.Blocker, want error) {
 func TestModelInferRestricted(t *testing.T) {
 	f := newFixture(t, setup{svc: []grpcapi.Option{grpcapi.WithRestrictedProtocol("inference", "infer-key", "secret")}})
 	_, err := f.client.ModelInfer(t.Context(), simpleRequest())
-	wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'infer-key'")
-	ctx := metadata.AppendToOutgoingContext(t.Context(), "infer-key", "secret")
+	wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'")
+	bare := metadata.AppendToOutgoingContext(t.Context(), "infer-key", "secret")
+	_, err = f.client.ModelInfer(bare, simpleRequest())
+	wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'")
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "triton-grpc-protocol-infer-key", "secret")
 	if _, err := f.client.ModelInfer(ctx, simpleRequest()); err != nil {
 		t.Fatal(err)
 	}
@@ -677,7 +681,7 @@ func TestModelInferRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = stream.Recv()
-	wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'infer-key'")
+	wantStatus(t, err, codes.Unavailable, "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'")
 }
 
 // shmObject creates a POSIX shared-memory object of size bytes, removed
@@ -771,7 +775,8 @@ func TestModelInferSharedMemory(t *testing.T) {
 	// A region too small for the output, and regions that do not exist.
 	req.Outputs[0] = out("OUTPUT0", params("shared_memory_region", "region", "shared_memory_offset", 64, "shared_memory_byte_size", 32))
 	_, err = f.client.ModelInfer(t.Context(), req)
-	wantStatus(t, err, codes.Internal, "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results")
+	// Triton says INTERNAL; the region is the client's, so INVALID_ARGUMENT.
+	wantStatus(t, err, codes.InvalidArgument, "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results")
 	req.Outputs[0] = out("OUTPUT0", params("shared_memory_region", "nope", "shared_memory_byte_size", 64))
 	_, err = f.client.ModelInfer(t.Context(), req)
 	wantStatus(t, err, codes.NotFound, "Unable to find shared memory region: 'nope'")

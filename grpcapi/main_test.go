@@ -98,6 +98,22 @@ type fixture struct {
 	client inferencepb.GRPCInferenceServiceClient
 	health healthpb.HealthClient
 	conn   *grpc.ClientConn
+	lis    *bufconn.Listener
+}
+
+// dial opens another client connection to the fixture's server, with
+// opts; it closes when the test ends.
+func (f *fixture) dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return f.lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
 
 // setup configures a fixture.
@@ -129,6 +145,7 @@ func newFixture(t testing.TB, s setup) *fixture {
 	}
 	f.srv = srv
 	lis := bufconn.Listen(1 << 20)
+	f.lis = lis
 	g := grpc.NewServer(append(grpcapi.ServerOptions(), s.grpc...)...)
 	if svc := grpcapi.New(srv, s.svc...); s.register != nil {
 		s.register(g, svc)

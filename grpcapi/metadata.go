@@ -43,33 +43,27 @@ func (s *Service) ServerReady(ctx context.Context, _ *inferencepb.ServerReadyReq
 }
 
 // ModelReady reports whether a model version (empty: the latest) is ready.
-// A model the server has never heard of and a version that is not loaded
-// are errors (INVALID_ARGUMENT and NOT_FOUND, with the messages of the
-// model lookup); a loaded version that is not ready is ready=false. Once
-// the server is shutting down it answers UNAVAILABLE "Server not ready".
+// A model the server has never heard of, one that is unloaded or not
+// loaded, and a version that is not loaded or not ready all answer OK with
+// ready=false, as Triton's releases have it (their ModelIsReady looks the
+// model up and answers false when it is not found; core's commit 73aad7c
+// of June 2026 turned those cases into errors, which clients probing
+// readiness are not written for). A version that does not parse is
+// INVALID_ARGUMENT, and once the server is shutting down it answers
+// UNAVAILABLE "Server not ready".
 func (s *Service) ModelReady(ctx context.Context, req *inferencepb.ModelReadyRequest) (*inferencepb.ModelReadyResponse, error) {
 	if err := s.allowed(ctx, wire.Health); err != nil {
 		return nil, err
 	}
 	ver, err := parseVersion(req.GetName(), req.GetVersion())
-	if err != nil {
+	zero := triton.CodeOf(err) == triton.NotFound // version 0: never loaded
+	if err != nil && !zero {
 		return nil, s.toStatus(err)
 	}
 	if !s.srv.Live() {
 		return nil, status.Error(codes.Unavailable, "Server not ready")
 	}
-	if s.srv.ModelReady(ctx, req.GetName(), ver) {
-		return &inferencepb.ModelReadyResponse{Ready: true}, nil
-	}
-	// Not ready: tell an unknown model and a missing version (errors) from
-	// a version that exists but is not ready (false).
-	if _, err := s.srv.ModelMetadata(req.GetName(), ver); err != nil {
-		switch triton.CodeOf(err) {
-		case triton.InvalidArgument, triton.NotFound:
-			return nil, s.toStatus(err)
-		}
-	}
-	return &inferencepb.ModelReadyResponse{}, nil
+	return &inferencepb.ModelReadyResponse{Ready: !zero && s.srv.ModelReady(ctx, req.GetName(), ver)}, nil
 }
 
 // ServerMetadata answers the server's name ("triton"), version and

@@ -92,7 +92,15 @@ func TestModelReady(t *testing.T) {
 input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`
 	files["unready/1/model"] = ""
-	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("unready", notReadyBackend{})}})
+	files["gone/config.pbtxt"] = strings.Replace(simpleConfig, `name: "simple"`, `name: "gone"`, 1)
+	files["gone/1/model"] = ""
+	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("unready", notReadyBackend{}), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("*")}})
+	if resp, err := f.client.ModelReady(t.Context(), &inferencepb.ModelReadyRequest{Name: "gone"}); err != nil || !resp.GetReady() {
+		t.Fatalf("gone before unloading: %v, %v", resp, err)
+	}
+	if _, err := f.client.RepositoryModelUnload(t.Context(), &inferencepb.RepositoryModelUnloadRequest{ModelName: "gone"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, version string
 		ready         bool
@@ -105,9 +113,14 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`
 		{"simple", "1abc", true, codes.OK, ""}, // std::stol: trailing text ignored
 		{"unready", "", false, codes.OK, ""},
 		{"unready", "1", false, codes.OK, ""},
-		{"nosuch", "", false, codes.InvalidArgument, "Request for unknown model: 'nosuch' is not found"},
-		{"simple", "2", false, codes.NotFound, "Request for unknown model: 'simple' version 2 is not found"},
-		{"simple", "0", false, codes.NotFound, "Request for unknown model: 'simple' version 0 is not found"},
+		// Unknown, not loaded or unloaded: ready=false, not an error, as in
+		// Triton's releases.
+		{"nosuch", "", false, codes.OK, ""},
+		{"simple", "2", false, codes.OK, ""},
+		{"simple", "0", false, codes.OK, ""},
+		{"gone", "", false, codes.OK, ""},
+		{"gone", "1", false, codes.OK, ""},
+		{"", "", false, codes.OK, ""},
 		{"simple", "-1", false, codes.InvalidArgument, "invalid model version specified '-1' , version should be an integral value > 0"},
 		{"simple", "abc", false, codes.InvalidArgument, "failed to get model version from specified version string 'abc' (details: stol), version should be an integral value > 0"},
 		{"simple", "+", false, codes.InvalidArgument, "failed to get model version from specified version string '+'"},
@@ -334,14 +347,17 @@ func TestRestrictedProtocolRPCs(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.rpc, func(t *testing.T) {
-			for _, md := range []metadata.MD{nil, metadata.Pairs(tc.key, tc.value+"x"), metadata.Pairs(tc.key+"x", tc.value), metadata.Pairs("probe", "yes", "admin-key", "s3cret")} {
-				if md.Get(tc.key) != nil && md.Get(tc.key)[0] == tc.value {
+			key := "triton-grpc-protocol-" + tc.key // what Triton's clients send
+			for _, md := range []metadata.MD{nil, metadata.Pairs(key, tc.value+"x"), metadata.Pairs(key+"x", tc.value),
+				metadata.Pairs(tc.key, tc.value), // the bare key, as this server once wanted
+				metadata.Pairs("triton-grpc-protocol-probe", "yes", "triton-grpc-protocol-admin-key", "s3cret")} {
+				if md.Get(key) != nil && md.Get(key)[0] == tc.value {
 					continue // another category's key alone is tested below
 				}
 				ctx := metadata.NewOutgoingContext(context.Background(), md)
-				wantStatus(t, tc.call(ctx), codes.Unavailable, "This protocol is restricted, expecting header '"+tc.key+"'")
+				wantStatus(t, tc.call(ctx), codes.Unavailable, "This protocol is restricted, expecting header '"+key+"'")
 			}
-			ctx := metadata.AppendToOutgoingContext(context.Background(), tc.key, tc.value)
+			ctx := metadata.AppendToOutgoingContext(context.Background(), key, tc.value)
 			if err := tc.call(ctx); err != nil && strings.Contains(err.Error(), "This protocol is restricted") {
 				t.Errorf("with %s=%s: %v", tc.key, tc.value, err)
 			}

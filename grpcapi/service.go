@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	_ "google.golang.org/grpc/encoding/gzip" // gzip-compressed requests and responses
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -36,6 +36,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	restrictions []restriction
+	compression  string // WithInferResponseCompressionLevel; "" unset
+	forward      *regexp.Regexp
 	shm          *sysshm.Registry
 	log          *zap.Logger
 	level        *zap.AtomicLevel
@@ -50,9 +52,14 @@ type restriction struct {
 }
 
 // WithRestrictedProtocol restricts a category of RPCs to calls whose
-// metadata carries key with exactly value, as Triton's
-// --grpc-restricted-protocol=<category>:<key>=<value> does; other calls get
-// UNAVAILABLE "This protocol is restricted, expecting header '<key>'".
+// metadata carries the key "triton-grpc-protocol-<key>" with exactly
+// value, as Triton's --grpc-restricted-protocol=<category>:<key>=<value>
+// does (the prefix is Triton's: its clients send that key); other calls
+// get UNAVAILABLE "This protocol is restricted, expecting header
+// 'triton-grpc-protocol-<key>'". As in Triton, the first value of the key
+// is the one compared, and the bare <key> does not open the category.
+// gRPC metadata keys are lower case, so key matches in any case (Triton's
+// never matches an upper-case key).
 // category is one of health, metadata, inference, shared-memory,
 // model-config, model-repository, statistics, trace and logging, or several
 // separated by commas. A later restriction of a category replaces an
@@ -62,6 +69,49 @@ func WithRestrictedProtocol(category, key, value string) Option {
 	return optionFunc(func(c *config) {
 		c.restrictions = append(c.restrictions, restriction{categories: category, key: key, value: value})
 	})
+}
+
+// restrictedKeyPrefix is what Triton puts before the key of
+// --grpc-restricted-protocol (kRestrictedProtocolHeaderTemplate).
+const restrictedKeyPrefix = "triton-grpc-protocol-"
+
+// WithInferResponseCompressionLevel compresses the responses of ModelInfer
+// and ModelStreamInfer as tritonserver's
+// --grpc-infer-response-compression-level=<level> does: level is none,
+// low, medium or high (in any case). Triton sets that level on every
+// inference call, and gRPC turns a level into an encoding among those the
+// client lists in grpc-accept-encoding: none is identity (even for a
+// compressed request); otherwise, of gzip and deflate (ranked in that
+// order), low takes the first the client accepts, medium the middle one
+// and high the last, so that a client accepting both gets gzip at low and
+// deflate at medium and high, and a client accepting neither gets
+// identity. Both are written at zlib's default level: the level chooses
+// the encoding, not the effort. Without this option responses follow
+// grpc-go's default, the request's own encoding. An invalid level makes
+// [New] panic.
+func WithInferResponseCompressionLevel(level string) Option {
+	return optionFunc(func(c *config) { c.compression = level })
+}
+
+// WithHeaderForwardPattern forwards the metadata of inference calls
+// (ModelInfer and ModelStreamInfer, whose metadata applies to each of its
+// requests) whose key re matches anywhere (re.MatchString) to the model as
+// string request parameters, as tritonserver's
+// --grpc-header-forward-pattern does. Triton makes the flag's pattern case
+// insensitive, prefixing "(?i)": compile it the same way to match
+// tritonserver (gRPC keys arrive in lower case, so the difference shows
+// only in patterns with upper-case letters). A forwarded key replaces a
+// request parameter of the same name (Triton adds it after the request's
+// own); of several values of one key, the last is forwarded. A matching
+// key that is reserved (sequence_id, sequence_start, sequence_end,
+// priority, timeout, headers, binary_data_output) or starts with
+// "triton_" fails the request with INVALID_ARGUMENT "Header '<key>' is
+// reserved for Triton usage and cannot be forwarded.", as in Triton.
+// Pseudo-headers, gRPC's own "grpc-" keys and content-type are never
+// forwarded (grpc-core keeps them from Triton; user-agent it passes on).
+// nil forwards nothing (the default).
+func WithHeaderForwardPattern(re *regexp.Regexp) Option {
+	return optionFunc(func(c *config) { c.forward = re })
 }
 
 // WithSharedMemory enables Triton's system shared-memory extension (Triton's
@@ -109,6 +159,8 @@ type Service struct {
 
 	srv      *triton.Server
 	restrict [wire.NumCategories]*restriction
+	level    compressionLevel // of inference responses
+	forward  *regexp.Regexp   // metadata forwarded as request parameters
 	shm      *sysshm.Registry
 	log      *zap.Logger
 	settings *settings.Store // log and trace settings
@@ -126,12 +178,20 @@ func New(srv *triton.Server, opts ...Option) *Service {
 			o.apply(&c)
 		}
 	}
-	s := &Service{srv: srv, shm: c.shm, log: c.log}
+	s := &Service{srv: srv, shm: c.shm, log: c.log, forward: c.forward}
+	if c.compression != "" {
+		l, err := parseCompressionLevel(c.compression)
+		if err != nil {
+			panic("grpcapi: WithInferResponseCompressionLevel: " + err.Error())
+		}
+		s.level = l
+	}
 	for i := range c.restrictions {
 		r := &c.restrictions[i]
 		if strings.TrimSpace(r.key) == "" {
 			panic(fmt.Sprintf("grpcapi: WithRestrictedProtocol(%q, %q, ...): empty key", r.categories, r.key))
 		}
+		r.key = restrictedKeyPrefix + r.key
 		cats, err := wire.ParseCategories(r.categories)
 		if err != nil {
 			panic("grpcapi: WithRestrictedProtocol: " + err.Error())
@@ -184,6 +244,13 @@ var serviceDesc = func() grpc.ServiceDesc {
 	return d
 }()
 
+// malformed is the status of an inference request that the codec could
+// not decode (see [codec.Unmarshal]): INVALID_ARGUMENT, the client's
+// mistake, where grpc-go alone (without the codec) answers INTERNAL.
+func malformed(err error) error {
+	return status.Errorf(codes.InvalidArgument, "grpc: failed to unmarshal the received message: %v", err)
+}
+
 // ServerOptions are the *grpc.Server options Triton's defaults amount to:
 // no message size limit below 2 GiB (Triton's INT32_MAX), and a keepalive
 // enforcement policy that lets clients ping without calls in flight (at
@@ -197,15 +264,55 @@ var serviceDesc = func() grpc.ServiceDesc {
 // (a fifth of the instructions a small ModelInfer costs, client included,
 // in the count of docs/performance.md); a call that finds every worker
 // busy gets a goroutine of its own, as without workers.
+//
+// # Memory
+//
+// What a client can make the server hold, with these options:
+//
+//   - One message: at most 2 GiB - 1 (MaxRecvMsgSize, Triton's limit). A
+//     message declared larger is refused RESOURCE_EXHAUSTED from its
+//     5-byte prefix, before any of it is read; a smaller one takes memory
+//     as its bytes arrive, not as declared. A compressed message is
+//     inflated at most to the limit plus one byte and then refused
+//     RESOURCE_EXHAUSTED, so a decompression bomb costs the limit, not its
+//     inflated size; and at most two messages of the process inflate past
+//     64 MiB at once (the others wait for one of them to finish), so that
+//     many bombs at once cost two limits, not one each. Measured (client
+//     and server in one process): one 3 GiB bomb refused at the default
+//     limit peaks at 2.1 GB of RSS, four at once at 4.3 GB (8.4 GB
+//     without the bound); the memory returns to the heap at the next two
+//     collections.
+//   - Calls at once: at most 1024 per connection (MaxConcurrentStreams;
+//     grpc-go has no limit of its own, nor has Triton), so one
+//     connection holds at most that many messages being received; a
+//     client opening more waits, as HTTP/2 has it, for one to end.
+//   - Bytes a call has not read yet: grpc-go's flow-control windows (64
+//     KiB per stream and per connection at first, grown with the
+//     measured bandwidth-delay product up to 16 MiB); a ModelStreamInfer
+//     stream with 1024 requests in flight stops reading, and its client
+//     stops at the window.
+//   - Buffers: the codec's pool keeps buffers for requests of up to 64
+//     MiB of tensors; a larger request's buffer is left to the garbage
+//     collector when the call ends, not pooled.
+//
+// The number of connections is the listener's to bound (for example
+// golang.org/x/net/netutil.LimitListener). For a smaller bound on each
+// message, append grpc.MaxRecvMsgSize(n) after these options: a later
+// option wins.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
+		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Minute, PermitWithoutStream: true}),
 		ServerCodec(),
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
 }
+
+// maxConcurrentStreams is the number of calls one connection may have in
+// flight with [ServerOptions].
+const maxConcurrentStreams = 1024
 
 // maxMessageSize is gRPC's largest message, INT32_MAX bytes.
 const maxMessageSize = 1<<31 - 1
@@ -216,11 +323,9 @@ func (s *Service) allowed(ctx context.Context, c wire.Category) error {
 	if r == nil {
 		return nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get(r.key) {
-		if v == r.value {
-			return nil
-		}
+	// Triton compares the first value of the key (a multimap's find).
+	if v := metadata.ValueFromIncomingContext(ctx, r.key); len(v) > 0 && v[0] == r.value {
+		return nil
 	}
 	return status.Errorf(codes.Unavailable, "This protocol is restricted, expecting header '%s'", r.key)
 }

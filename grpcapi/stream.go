@@ -50,6 +50,7 @@ func (s *Service) streamInfer(stream grpc.ServerStream) error {
 	if err := s.allowed(parent, wire.Inference); err != nil {
 		return err
 	}
+	s.compressResponses(parent)
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	st := &inferStream{
@@ -248,6 +249,12 @@ func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *received) {
 // buffer goes with its response, or back to the pool when it failed.
 func (st *inferStream) handle(r *received) {
 	defer func() { <-st.slots }()
+	if r.malformed != nil {
+		// A request that does not decode fails alone, as any other bad
+		// request of the stream.
+		st.fail(&r.ModelInferRequest, malformed(r.malformed))
+		return
+	}
 	resp, err := st.s.infer(st.ctx, &r.ModelInferRequest, true)
 	if err != nil {
 		st.fail(&r.ModelInferRequest, err)

@@ -106,7 +106,7 @@ func TestGRPCEndToEnd(t *testing.T) {
 		t.Fatalf("unknown model: %v", err)
 	}
 	_, err = client.RepositoryIndex(ctx, &inferencepb.RepositoryIndexRequest{})
-	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || st.Message() != "This protocol is restricted, expecting header 'admin'" {
+	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || st.Message() != "This protocol is restricted, expecting header 'triton-grpc-protocol-admin'" {
 		t.Fatalf("restricted index: %v", err)
 	}
 }
