@@ -30,8 +30,9 @@
 // --grpc-infer-response-compression-level does, and
 // [WithHeaderForwardPattern] passes metadata to models as
 // --grpc-header-forward-pattern does. ModelReady answers ready=false, not
-// an error, for a model that is unknown, unloaded or not loaded, as
-// Triton's releases do.
+// an error, for a model of the repository that is unloaded, not loaded or
+// lacks the version, and an error for a model the repository does not
+// have.
 //
 // Large tensors: with the codec of [ServerOptions] ([ServerCodec]) and the
 // handlers [Service.Register] installs, raw_input_contents and

@@ -63,7 +63,16 @@ func (s *Service) ModelReady(ctx context.Context, req *inferencepb.ModelReadyReq
 	if !s.srv.Live() {
 		return nil, status.Error(codes.Unavailable, "Server not ready")
 	}
-	return &inferencepb.ModelReadyResponse{Ready: !zero && s.srv.ModelReady(ctx, req.GetName(), ver)}, nil
+	if !zero && s.srv.ModelReady(ctx, req.GetName(), ver) {
+		return &inferencepb.ModelReadyResponse{Ready: true}, nil
+	}
+	// Not ready: a model the repository has (unloaded, not loaded, failed,
+	// another version) is ready=false; one it does not have is an error
+	// (spec §3: unknown model ⇒ error status).
+	if !slices.ContainsFunc(s.srv.Index(ctx), func(m triton.ModelState) bool { return m.Name == req.GetName() }) {
+		return nil, s.toStatus(errorf(triton.InvalidArgument, "Request for unknown model: '%s' is not found", req.GetName()))
+	}
+	return &inferencepb.ModelReadyResponse{}, nil
 }
 
 // ServerMetadata answers the server's name ("triton"), version and

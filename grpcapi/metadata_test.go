@@ -113,14 +113,15 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`
 		{"simple", "1abc", true, codes.OK, ""}, // std::stol: trailing text ignored
 		{"unready", "", false, codes.OK, ""},
 		{"unready", "1", false, codes.OK, ""},
-		// Unknown, not loaded or unloaded: ready=false, not an error, as in
-		// Triton's releases.
-		{"nosuch", "", false, codes.OK, ""},
+		// Known to the repository but not loaded, unloaded or without that
+		// version: ready=false, not an error; a model the repository does
+		// not have is an error (spec §3).
+		{"nosuch", "", false, codes.InvalidArgument, "Request for unknown model: 'nosuch' is not found"},
 		{"simple", "2", false, codes.OK, ""},
 		{"simple", "0", false, codes.OK, ""},
 		{"gone", "", false, codes.OK, ""},
 		{"gone", "1", false, codes.OK, ""},
-		{"", "", false, codes.OK, ""},
+		{"", "", false, codes.InvalidArgument, "Request for unknown model: '' is not found"},
 		{"simple", "-1", false, codes.InvalidArgument, "invalid model version specified '-1' , version should be an integral value > 0"},
 		{"simple", "abc", false, codes.InvalidArgument, "failed to get model version from specified version string 'abc' (details: stol), version should be an integral value > 0"},
 		{"simple", "+", false, codes.InvalidArgument, "failed to get model version from specified version string '+'"},
