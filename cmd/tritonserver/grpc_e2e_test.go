@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	"github.com/triton-go/triton/grpcapi/healthpb"
@@ -108,5 +110,63 @@ func TestGRPCEndToEnd(t *testing.T) {
 	_, err = client.RepositoryIndex(ctx, &inferencepb.RepositoryIndexRequest{})
 	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || st.Message() != "This protocol is restricted, expecting header 'triton-grpc-protocol-admin'" {
 		t.Fatalf("restricted index: %v", err)
+	}
+}
+
+// TestGRPCResponseCompressionFlag: --grpc-infer-response-compression-level
+// decides how inference answers are encoded: identity at Triton's default
+// (none) even for a gzip request, gzip at low for a client that accepts it.
+func TestGRPCResponseCompressionFlag(t *testing.T) {
+	for _, tc := range []struct{ level, want string }{{"", "identity"}, {"low", "gzip"}} {
+		t.Run(tc.want, func(t *testing.T) {
+			args := []string{"--model-repository=../../examples/model_repository"}
+			if tc.level != "" {
+				args = append(args, "--grpc-infer-response-compression-level="+tc.level)
+			}
+			s := startBinary(t, args...)
+			enc := &answerEncoding{}
+			conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_, err = inferencepb.NewGRPCInferenceServiceClient(conn).ModelInfer(t.Context(), &inferencepb.ModelInferRequest{
+				ModelName:        "text_reverse",
+				Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "TEXT", Datatype: "BYTES", Shape: []int64{1}}},
+				RawInputContents: [][]byte{{5, 0, 0, 0, 'h', 'e', 'l', 'l', 'o'}},
+			}, grpc.UseCompressor(gzip.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc.mu.Lock()
+			got := enc.name
+			enc.mu.Unlock()
+			if got == "" {
+				got = "identity"
+			}
+			if got != tc.want {
+				t.Errorf("answer encoded %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// answerEncoding is a client stats handler that keeps the encoding of the
+// last answer's header.
+type answerEncoding struct {
+	mu   sync.Mutex
+	name string
+}
+
+func (a *answerEncoding) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (a *answerEncoding) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (a *answerEncoding) HandleConn(context.Context, stats.ConnStats) {}
+func (a *answerEncoding) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		a.mu.Lock()
+		a.name = h.Compression
+		a.mu.Unlock()
 	}
 }

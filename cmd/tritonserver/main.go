@@ -153,9 +153,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if shm != nil {
 			gopts = append(gopts, grpcapi.WithSharedMemory(shm))
 		}
-		// wired at merge: if cfg.grpcHeaderForward != nil, append
-		// grpcapi.WithHeaderForwardPattern(cfg.grpcHeaderForward); append
-		// grpcapi.WithInferResponseCompressionLevel(cfg.grpcCompressionLevel).
+		gopts = append(gopts, grpcapi.WithInferResponseCompressionLevel(cfg.grpcCompressionLevel))
+		if cfg.grpcHeaderForward != nil {
+			gopts = append(gopts, grpcapi.WithHeaderForwardPattern(cfg.grpcHeaderForward))
+		}
 		sopts, err := grpcServerOptions(cfg)
 		if err != nil {
 			return err
