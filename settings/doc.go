@@ -18,8 +18,8 @@
 //
 // # Logging
 //
-// The log settings are log_file (always "": it cannot be changed over the
-// network), log_info, log_warning, log_error, log_verbose_level and
+// The log settings are log_file (the --log-file of the command line,
+// [Store.SetLogFile]; it cannot be changed over the network), log_info, log_warning, log_error, log_verbose_level and
 // log_format ("default" or "ISO8601"). With a level, an update sets it to
 // the most verbose level the settings enable (verbose > 0: Debug; info:
 // Info; warning: Warn; error: Error; none: DPanic) and the initial

@@ -71,7 +71,7 @@ const (
 // (log_file, log_info, log_warning, log_error, log_verbose_level,
 // log_format).
 type Log struct {
-	File                 string // always "": this server's log file is not Triton's to report
+	File                 string // the file the server logs to ([Store.SetLogFile]); "" for standard error
 	Info, Warning, Error bool
 	VerboseLevel         uint32
 	Format               string // LogFormatDefault or LogFormatISO8601
@@ -194,6 +194,14 @@ func NewStore(level *zap.AtomicLevel) *Store {
 		}
 	}
 	return s
+}
+
+// SetLogFile records the file the server writes its log to (tritonserver's
+// --log-file), reported as log_file; the protocols cannot change it.
+func (s *Store) SetLogFile(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.File = path
 }
 
 // Log returns the current log settings.

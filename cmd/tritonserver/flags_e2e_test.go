@@ -203,9 +203,12 @@ func TestGRPCMaxConnectionAge(t *testing.T) {
 // out; each flag that has no effect is named once, however often given.
 func TestLogFlags(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "triton.log")
-	startBinary(t, append(reverseOnly, "--log-file", logFile, "--log-info=false", "--log-warning=true",
+	s := startBinary(t, append(reverseOnly, "--log-file", logFile, "--log-info=false", "--log-warning=true",
 		"--backend-directory=/opt/tritonserver/backends", "--backend-directory", "/other", "--trace-level=TIMESTAMPS",
 		"--pinned-memory-pool-byte-size=268435456", "--allow-sagemaker=true", "--sagemaker-port=8080")...)
+	if code, _, body := s.do("GET", "/v2/logging", "", nil, nil); code != 200 || !strings.Contains(string(body), `"log_file":"`+logFile+`"`) {
+		t.Errorf("GET /v2/logging: %d %s; want log_file %s", code, body, logFile)
+	}
 	// The warnings are written before the servers listen, and the file is
 	// not buffered.
 	data, err := os.ReadFile(logFile)

@@ -117,6 +117,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	// One settings store: log and trace settings changed over either
 	// protocol are the server's, as in Triton.
 	st := settings.NewStore(level)
+	st.SetLogFile(cfg.logFile)
 	var shm *sysshm.Registry
 	if cfg.allowClientShm {
 		shm = sysshm.NewRegistry()
