@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -63,10 +64,13 @@ import (
 //     buffer for FP32 noise, 18 % at level 1 for ReLU-like data, level 6
 //     within noise; 32 KiB gained 10 % over none (net/http's 2 KiB
 //     chunks).
-//   - A request body is decompressed as it arrives, into the pooled body
+//   - A request body is decompressed as it arrives, into a pooled body
 //     buffer, and the limit is checked on the decompressed size as it
-//     grows, so a bomb stops after the limit's worth of output and never
-//     holds its compressed form in memory.
+//     grows. Past a pooled buffer the rest is only counted, and a body
+//     within the limit is decompressed a second time from its compressed
+//     bytes into a buffer of its size: a bomb costs its compressed bytes
+//     and the time to decompress the limit's worth, never a buffer of the
+//     limit (see the comment opening body.go).
 
 // DefaultCompressionMinSize is the default of [WithCompressionMinSize]:
 // 1400 bytes, as NYTimes' gziphandler chose. A response of that size and
@@ -242,14 +246,26 @@ func (d *decoder) reader() (io.Reader, error) {
 }
 
 // decompress reads r's body, compressed with enc (gzip or deflate, by its
-// Content-Encoding), into a pooled buffer after pad zero bytes, at most
-// h.maxSize bytes of it as received and as decompressed.
+// Content-Encoding), into a buffer after pad zero bytes, at most h.maxSize
+// bytes of it as received and as decompressed. A body that decompresses
+// into a pooled buffer is decompressed once; a larger one is counted first
+// and decompressed again, into a buffer of its size, from its compressed
+// bytes (see the comment opening body.go).
 func (h *handler) decompress(w http.ResponseWriter, r *http.Request, enc string, pad int) (body, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return body{}, errorf(triton.InvalidArgument, "nothing to be decompressed")
 	}
+	// comp keeps the compressed bytes as they arrive, for a second pass.
+	// Its share of the budget, taken once it or the output outgrows a
+	// pooled buffer, covers the compressed bytes and the output.
+	comp := h.newGrowing(r.Context(), &compPool, 0, h.maxSize)
+	comp.reserve = 2*(h.maxSize+1) + int64(pad)
+	if r.ContentLength > 0 { // at most h.maxSize, checked by readBody
+		comp.hint = int(r.ContentLength)
+	}
+	defer comp.b.release()
 	d := decoders.Get().(*decoder)
-	d.br.Reset(http.MaxBytesReader(w, r.Body, h.maxSize))
+	d.br.Reset(io.TeeReader(http.MaxBytesReader(w, r.Body, h.maxSize), comp))
 	defer func() {
 		d.br.Reset(nil)
 		decoders.Put(d)
@@ -265,32 +281,130 @@ func (h *handler) decompress(w http.ResponseWriter, r *http.Request, enc string,
 		return body{}, readError(err, h.maxSize, enc)
 	}
 
-	b := body{buf: bodyPool.Get().(*[]byte)}
-	data := append((*b.buf)[:0], make([]byte, pad)...)
-	limit := pad + int(min(h.maxSize, int64(math.MaxInt-pad-1))) // the most data may hold
-	for err == nil {
+	// First pass, into a pooled buffer.
+	out := getPooled(&bodyPool)
+	data := append((*out)[:0], make([]byte, pad)...)
+	full := min(poolMax, pad+int(min(h.maxSize, int64(math.MaxInt-pad-1)))+1)
+	for len(data) < full {
 		if len(data) == cap(data) {
-			// Grow by doubling, never past one byte over the limit: that
-			// byte tells a body at the limit from one beyond it.
-			data = append(data, make([]byte, min(max(len(data), 4096), limit+1-len(data)))...)[:len(data)]
+			// Exactly doubled (append would round the capacity up, past
+			// what the pool keeps).
+			grown := make([]byte, len(data), len(data)+min(max(len(data), 4096), full-len(data)))
+			copy(grown, data)
+			data = grown
+			*out = data // the grown buffer is the one to pool
 		}
 		var n int
-		n, err = zr.Read(data[len(data):min(cap(data), limit+1)])
+		n, err = zr.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		switch {
-		case len(data) > limit:
-			err = errorf(triton.InvalidArgument,
-				"Decompressed data size exceeds the maximum allowed value of %d bytes. Use --http-max-input-size to increase the limit (httpapi.WithMaxRequestSize).", h.maxSize)
+		case int64(len(data)-pad) > h.maxSize:
+			putPooled(&bodyPool, out)
+			return body{}, h.tooLargeDecompressed()
 		case err == io.EOF:
-			*b.buf, b.data = data, data[pad:]
-			return b, nil
+			*out = data
+			return body{data: data[pad:], buf: out, pool: &bodyPool}, nil
 		case err != nil:
-			err = readError(err, h.maxSize, enc)
+			putPooled(&bodyPool, out)
+			return body{}, readError(err, h.maxSize, enc)
 		}
 	}
-	*b.buf = data
-	b.release()
-	return body{}, err
+
+	// Larger than a pooled buffer. While the body decompresses at most
+	// maxRatio times its compressed bytes so far, keep decompressing into
+	// a growing buffer (once the compressed bytes times maxRatio pass the
+	// limit, that holds to the end, and they are dropped); past that
+	// ratio, count the rest (overwriting the pooled buffer) and
+	// decompress again into a buffer of the size.
+	defer putPooled(&bodyPool, out)
+	if comp.b.held == 0 {
+		if err := h.reserve(r.Context(), &comp.b, comp.reserve); err != nil {
+			return body{}, err
+		}
+	}
+	size := int64(len(data) - pad)
+	limit := pad + int(min(h.maxSize, int64(math.MaxInt-pad-1))) + 1
+	// next is the capacity to grow to from n: double, or what the ratio
+	// so far predicts from the Content-Length (with a little room) when
+	// that is more, so that a body that compresses evenly grows once.
+	next := func(n int) int {
+		c := 2 * n
+		if comp.hint > 0 && len(comp.data) > 0 {
+			est := float64(size)*float64(comp.hint)/float64(len(comp.data))*1.0625 + 4096
+			c = max(c, pad+int(min(est, float64(limit))))
+		}
+		return min(c, limit)
+	}
+	var grown []byte // the growing buffer, until the ratio is passed
+	if size <= maxRatio*int64(len(comp.data)) {
+		grown = make([]byte, len(data), next(len(data)))
+		copy(grown, data)
+	}
+	for grown != nil && err != io.EOF {
+		if len(grown) == cap(grown) {
+			g := make([]byte, len(grown), next(len(grown)))
+			copy(g, grown)
+			grown = g
+		}
+		var n int
+		n, err = zr.Read(grown[len(grown):cap(grown)])
+		grown = grown[:len(grown)+n]
+		size = int64(len(grown) - pad)
+		switch {
+		case size > h.maxSize:
+			return body{}, h.tooLargeDecompressed()
+		case err != nil && err != io.EOF:
+			return body{}, readError(err, h.maxSize, enc)
+		case comp.discarded:
+		case size > maxRatio*int64(len(comp.data)):
+			grown = nil // a bomb, perhaps: count the rest
+		case maxRatio*int64(len(comp.data)) > h.maxSize:
+			// Within the ratio whatever the rest gives, up to the limit:
+			// the compressed bytes will not be needed again.
+			comp.discard()
+		}
+	}
+	if grown != nil {
+		b := body{data: grown[pad:], mem: comp.b.mem, held: comp.b.held}
+		comp.b.held = 0
+		b.keep(int64(cap(grown)))
+		return b, nil
+	}
+	for err != io.EOF {
+		var n int
+		n, err = zr.Read(data[pad:cap(data)])
+		size += int64(n)
+		if size > h.maxSize {
+			return body{}, h.tooLargeDecompressed()
+		}
+		if err != nil && err != io.EOF {
+			return body{}, readError(err, h.maxSize, enc)
+		}
+	}
+	b := body{data: make([]byte, size+int64(pad))[pad:]}
+	d.br.Reset(bytes.NewReader(comp.data))
+	if zr, err = d.reader(); err == nil {
+		_, err = io.ReadFull(zr, b.data)
+	}
+	if err != nil {
+		return body{}, readError(err, h.maxSize, enc)
+	}
+	b.mem, b.held = comp.b.mem, comp.b.held
+	comp.b.held = 0
+	b.keep(size + int64(pad))
+	return b, nil
+}
+
+// maxRatio is how many times its compressed size a request body may grow
+// into memory while it decompresses, before it is known to be within the
+// size limit: past it, the rest is counted first (see the comment opening
+// body.go). JSON text compresses 3 to 10 times, tensors of noise hardly
+// at all; a decompression bomb a thousand times.
+const maxRatio = 16
+
+func (h *handler) tooLargeDecompressed() error {
+	return errorf(triton.InvalidArgument,
+		"Decompressed data size exceeds the maximum allowed value of %d bytes. Use --http-max-input-size to increase the limit (httpapi.WithMaxRequestSize).", h.maxSize)
 }
 
 // levelError checks a WithCompressionLevel level.

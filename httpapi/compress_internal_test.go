@@ -126,3 +126,31 @@ func TestDecompressAlignment(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecompress reads a gzip request body of JSON text or FP32
+// noise: within a pooled buffer (decompressed once) and past one (counted,
+// then decompressed again into a buffer of its size).
+func BenchmarkDecompress(b *testing.B) {
+	h := &handler{maxSize: DefaultMaxRequestSize}
+	for _, size := range []int{256 << 10, 4 << 20, 32 << 20} {
+		for kind, data := range encodeInputs(size) {
+			var z bytes.Buffer
+			zw := stdgzip.NewWriter(&z)
+			_, _ = zw.Write(data)
+			_ = zw.Close()
+			b.Run(fmt.Sprintf("%s/%dKiB", kind, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(z.Bytes()))
+					r.Header.Set("Content-Encoding", "gzip")
+					body, err := h.readBody(httptest.NewRecorder(), r, true, -1)
+					if err != nil || len(body.data) != size {
+						b.Fatal(err)
+					}
+					body.release()
+				}
+			})
+		}
+	}
+}

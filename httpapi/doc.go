@@ -62,11 +62,17 @@
 // before it is decoded, so at most [WithMaxRequestSize] bytes (64 MiB by
 // default) per request in flight, plus decoded JSON tensors (each bounded
 // the same way) and the response; a compressed request is decompressed as
-// it arrives, into the same bounded buffer. Compressors (about 1.3 MB each)
-// and decompressors are pooled: there are about as many as responses and
-// requests being compressed or decompressed at once. Binary input tensors
-// are not copied: they alias the body, which is recycled once the
-// response is written.
+// it arrives. Bodies up to a megabyte use pooled buffers; larger ones, all
+// requests together, hold at most [WithMaxBodyMemory] bytes (256 MiB by
+// default): a request that finds no room waits for it, in arrival order,
+// until its context ends. A compressed body that decompresses more than
+// 16 times its compressed size is counted before it is kept, so a
+// decompression bomb is refused having cost little more than its
+// compressed bytes (docs/reliability.md has the figures). Compressors
+// (about 1.3 MB each) and decompressors are pooled: there are about as
+// many as responses and requests being compressed or decompressed at
+// once. Binary input tensors are not copied: they alias the body, which
+// is recycled once the response is written.
 // Bound the number of requests in flight with http.Server settings or a
 // limiting middleware, and set http.Server's ReadTimeout/ReadHeaderTimeout
 // against slow clients; the handler sets no timeouts of its own.
@@ -74,9 +80,11 @@
 // # Security
 //
 //   - Size limits: [WithMaxRequestSize] bounds the body as received, the
-//     body after decompression (a zip bomb stops at the limit), the JSON
-//     header and each JSON-decoded input; JSON nests at most 100 deep.
-//     Shapes that the JSON data cannot hold fail before any allocation.
+//     body after decompression (a zip bomb stops at the limit, without
+//     buffers of the limit), the JSON header and each JSON-decoded input;
+//     JSON nests at most 100 deep. Shapes that the JSON data cannot hold
+//     fail before any allocation. [WithMaxBodyMemory] bounds large bodies
+//     of all requests together.
 //   - [WithRestrictedAPI] restricts categories of endpoints (for example
 //     model-repository, shared-memory, logging) to requests carrying a
 //     header with a secret value, as Triton's --http-restricted-api does.
@@ -96,10 +104,32 @@
 //
 // # Differences from Triton
 //
-//   - Request JSON that is malformed or mistyped is answered 400. Triton
-//     answers some of these with 500 because its JSON library reports them
-//     as INTERNAL errors (for example "Unable to parse 'shape'" for a
-//     negative dimension).
+//   - A client's mistake is never answered with a 5xx status. Request JSON
+//     that is malformed or mistyped is answered 400; Triton answers some
+//     of these with 500 because its JSON library reports them as INTERNAL
+//     errors (for example "Unable to parse 'shape'" for a negative
+//     dimension). With Triton's messages but a 4xx status: an unknown
+//     Content-Encoding is 415 Unsupported Media Type (Triton: 501, with
+//     the same Accept-Encoding: gzip, deflate); a string correlation ID
+//     over 128 characters is 400 (Triton: 501); an unknown log_format is
+//     400 (Triton: 503); an unknown load parameter is 400 (Triton: 500
+//     "unexpected error on creating Triton parameter"); an output region
+//     of shared memory too small for the output is 400 (Triton: 500).
+//     What stays 501 is a feature this server does not offer (generate,
+//     shared memory when not enabled, decoupled models over HTTP, setting
+//     log_file or trace_file, a repository name).
+//   - Input- and output-level "parameters" that are not a JSON object are
+//     refused with 400 "Unable to parse 'parameters'"; Triton ignores
+//     them.
+//   - Errors from decoding a request name the model, and the input at
+//     fault: "model 'm', input 'INPUT0': " (or "input #2" before its name
+//     is known) before Triton's message, which names neither; Triton's
+//     messages that name both are kept as they are.
+//   - Error and response JSON is always valid UTF-8: bytes that are not
+//     (in a BYTES output written as JSON, or a name quoted in an error)
+//     are written as U+FFFD, as encoding/json does; Triton copies them,
+//     which strict JSON readers refuse. Use binary_data for BYTES outputs
+//     that are not text.
 //   - JSON integers out of range for the input's datatype (300 for UINT8)
 //     are refused; Triton truncates them silently.
 //   - JSON output doubles print as rapidjson prints them ("1.0",
@@ -131,9 +161,12 @@
 //     2 KiB, where Triton buffers the whole compressed body to send a
 //     Content-Length.
 //   - The generate and generate_stream endpoints answer 501.
-//   - Triton's --http-header-forward-pattern (HTTP headers forwarded as
-//     request parameters) has no equivalent; responses carry no
-//     "parameters" (the server API returns none).
+//   - [WithHeaderForwardPattern] (Triton's --http-header-forward-pattern)
+//     matches and forwards header names in lower case: net/http does not
+//     keep the client's spelling, which Triton matches and forwards. A
+//     header and a body parameter of the same name give the model the
+//     header's value; Triton passes both, the header's last.
+//   - Responses carry no "parameters" (the server API returns none).
 //   - A version segment of 0 is NotFound (the server's version 0 means
 //     "latest"); Triton looks for a version 0 and does not find it either.
 package httpapi

@@ -48,11 +48,27 @@ func message(err error) string {
 	return err.Error()
 }
 
+// statusError is an error answered with a status other than its code's:
+// 415 for an unknown Content-Encoding, which is InvalidArgument elsewhere.
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// withStatus makes err answer with status.
+func withStatus(status int, err error) error { return &statusError{status, err} }
+
 // writeError answers err as {"error":"<message>"} with the status of its
-// code.
+// code (or of a [withStatus]).
 func (h *handler) writeError(w http.ResponseWriter, err error) {
 	code := triton.CodeOf(err)
 	status := httpStatus(code)
+	if se, ok := errors.AsType[*statusError](err); ok {
+		status = se.status
+	}
 	if status >= 500 {
 		h.log.Debug("httpapi: request failed", zap.Int("status", status), zap.Error(err))
 	}

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/internal/wire"
@@ -38,6 +40,8 @@ type config struct {
 	log          *zap.Logger
 	logLevel     *zap.AtomicLevel
 	settings     *settings.Store
+	bodyMemory   int64
+	forward      *regexp.Regexp
 }
 
 // restriction is one WithRestrictedAPI: the categories it covers and the
@@ -60,6 +64,45 @@ func WithMaxRequestSize(n int64) Option {
 		}
 		c.maxSize = n
 	})
+}
+
+// WithMaxBodyMemory bounds the memory that request bodies larger than a
+// megabyte hold at once, over all requests: n bytes, n ≤ 0 meaning the
+// default, [DefaultMaxBodyMemory] (256 MiB). Bodies up to a megabyte come
+// from a pool and are not counted. A larger body takes its share before it
+// is read and keeps it until its response is written: its Content-Length,
+// or, while a chunked body arrives, the size limit ([WithMaxRequestSize]),
+// and while a compressed one is decompressed, twice the size limit; then
+// the size it has. A request that finds no room waits, in arrival order,
+// until there is room or its context ends. n is raised to twice the size
+// limit (plus a few bytes) when it is smaller, so that any request allowed
+// by the size limit can run. See docs/reliability.md for what a
+// decompression bomb and large bodies cost.
+func WithMaxBodyMemory(n int64) Option {
+	return optionFunc(func(c *config) { c.bodyMemory = n })
+}
+
+// WithHeaderForwardPattern forwards the HTTP headers of an inference
+// request whose names match re as string request parameters, as Triton's
+// --http-header-forward-pattern does: every header whose name re matches
+// (anywhere in the name, as RE2's PartialMatch) becomes a parameter of
+// that name holding its value, several values of one header joined with
+// ", ". Header names are matched and forwarded in lower case (Go's
+// net/http does not keep the client's spelling; gRPC metadata keys are
+// lower case too, so a header gives the same parameter over both
+// protocols). tritonserver makes its pattern case-insensitive by
+// prefixing "(?i)", which a pattern may undo with "(?-i)"; do the same
+// when compiling a flag's value. A forwarded header named like a reserved
+// parameter (sequence_id, sequence_start, sequence_end, priority, timeout,
+// binary_data_output, headers, or any name starting with "triton_")
+// fails the request with 400 "Header '<name>' is reserved for Triton
+// usage and cannot be forwarded.". A header and a "parameters" member of
+// the request with the same name: the header's value is the one the model
+// sees (Triton adds the header after the body's parameters and keeps
+// both; the model sees one value per name here). re nil forwards nothing,
+// the default.
+func WithHeaderForwardPattern(re *regexp.Regexp) Option {
+	return optionFunc(func(c *config) { c.forward = re })
 }
 
 // WithCompressionMinSize sets the size below which an inference response
@@ -182,6 +225,10 @@ type handler struct {
 	shm                *sysshm.Registry
 	log                *zap.Logger
 	settings           *settings.Store // log and trace settings
+	// mem is the body memory budget (WithMaxBodyMemory); nil, in tests
+	// that build a handler by hand, means none.
+	mem     *semaphore.Weighted
+	forward *regexp.Regexp // WithHeaderForwardPattern, or nil
 }
 
 // NewHandler returns an http.Handler serving srv over Triton's HTTP/REST
@@ -207,7 +254,18 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 	if err := levelError(c.level); err != nil {
 		panic("httpapi: " + err.Error())
 	}
-	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log}
+	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log, forward: c.forward}
+	mem := c.bodyMemory
+	if mem <= 0 {
+		mem = DefaultMaxBodyMemory
+	}
+	// A compressed body at the limit takes twice the limit, plus its
+	// alignment padding and the byte that tells "at" from "beyond".
+	need := int64(math.MaxInt64)
+	if c.maxSize < math.MaxInt64/4 {
+		need = 2*(c.maxSize+1) + 8
+	}
+	h.mem = semaphore.NewWeighted(max(mem, need))
 	for i := range c.restrictions {
 		r := &c.restrictions[i]
 		if strings.TrimSpace(r.header) == "" {

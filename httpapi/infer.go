@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +89,7 @@ func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, ver
 	}
 	headerLen, err := headerLength(r)
 	if err != nil {
-		h.writeError(w, err)
+		h.writeError(w, modelError(model, err))
 		return
 	}
 	b, err := h.readBody(w, r, true, max(headerLen, 0))
@@ -102,6 +105,12 @@ func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, ver
 	if err := h.parseInfer(call, r, b.data, headerLen); err != nil {
 		h.writeError(w, err)
 		return
+	}
+	if h.forward != nil {
+		if err := h.forwardHeaders(call, r); err != nil {
+			h.writeError(w, err)
+			return
+		}
 	}
 	resp, err := h.srv.Infer(r.Context(), &call.req)
 	if err != nil {
@@ -133,9 +142,14 @@ func headerLength(r *http.Request) (int, error) {
 // parseInfer decodes an inference request body into call: a JSON header of
 // headerLen bytes (-1: all of it) followed by binary tensors, or (header
 // length 0) the raw bytes of the model's only input.
+//
+// Its errors name the model, and the input when one is at fault:
+// "model 'm', input 'INPUT0': Unable to parse 'shape': ...". Triton's
+// messages, which name neither, follow the prefix unchanged; those that
+// name both already are left as they are.
 func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, headerLen int) error {
 	if headerLen > len(data) {
-		return errorf(triton.InvalidArgument, "inference header size should be in range (0, %d), got: %s", len(data), r.Header.Get(headerLengthHeader))
+		return modelError(call.model, errorf(triton.InvalidArgument, "inference header size should be in range (0, %d), got: %s", len(data), r.Header.Get(headerLengthHeader)))
 	}
 	if headerLen < 0 {
 		headerLen = len(data)
@@ -145,23 +159,23 @@ func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, head
 	}
 	root, err := parseJSON(data[:headerLen])
 	if err != nil {
-		return errorf(triton.InvalidArgument, "%v", err)
+		return modelError(call.model, errorf(triton.InvalidArgument, "%v", err))
 	}
 	if !root.isObject() {
-		return errorf(triton.InvalidArgument, "failed to parse the request JSON buffer: the request must be a JSON object")
+		return modelError(call.model, errorf(triton.InvalidArgument, "failed to parse the request JSON buffer: the request must be a JSON object"))
 	}
 	var msBuf [8]member
 	ms := root.appendMembers(msBuf[:0])
 	if v, ok := get(ms, "id"); ok {
 		s, ok := v.str()
 		if !ok {
-			return parseErr("id", errNotString)
+			return modelError(call.model, parseErr("id", errNotString))
 		}
 		call.req.ID = string(s)
 	}
 	if v, ok := get(ms, "parameters"); ok {
 		if err := parseRequestParameters(call, v); err != nil {
-			return err
+			return modelError(call.model, err)
 		}
 	}
 	if err := h.parseInputs(call, ms, data[headerLen:]); err != nil {
@@ -169,8 +183,71 @@ func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, head
 	}
 	if v, ok := get(ms, "outputs"); ok {
 		if err := h.parseOutputs(call, v); err != nil {
-			return err
+			return modelError(call.model, err)
 		}
+	}
+	return nil
+}
+
+// modelError prefixes the message of err, an adapter error, with the
+// model: "model 'm': <message>".
+func modelError(model string, err error) error {
+	return prefixError("model '"+model+"': ", err)
+}
+
+// inputError prefixes the message of err, an adapter error, with the
+// model and the input: "model 'm', input 'INPUT0': <message>". An input
+// whose name is not known yet is named by its position in "inputs"
+// ("input #2", from 0).
+func inputError(model, input string, err error) error {
+	return prefixError("model '"+model+"', input "+input+": ", err)
+}
+
+func prefixError(prefix string, err error) error {
+	e, ok := errors.AsType[*triton.Error](err)
+	if !ok || e.Model != "" {
+		return err // the server's errors name the model already
+	}
+	return &triton.Error{Code: e.Code, RequestID: e.RequestID, Err: fmt.Errorf("%s%w", prefix, e.Err)}
+}
+
+// reservedParameter reports whether a request parameter's key is one
+// Triton keeps for itself (server common.h kReservedParameterKeys, and the
+// "triton_" prefix).
+func reservedParameter(key string) bool {
+	switch key {
+	case "sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output", "headers":
+		return true
+	}
+	return strings.HasPrefix(key, "triton_")
+}
+
+// forwardHeaders adds the request headers whose lower-case names h.forward
+// matches to the request's parameters as strings (see
+// [WithHeaderForwardPattern]), after the body's parameters as Triton
+// does: a header replaces a body parameter of its name. Headers are taken
+// in name order, so that a reserved name is reported the same way every
+// time.
+func (h *handler) forwardHeaders(call *inferCall, r *http.Request) error {
+	type header struct{ name, value string }
+	var hs []header
+	if r.Host != "" && h.forward.MatchString("host") {
+		hs = append(hs, header{"host", r.Host}) // net/http moves Host out of Header
+	}
+	for k, vs := range r.Header {
+		if name := strings.ToLower(k); h.forward.MatchString(name) {
+			hs = append(hs, header{name, strings.Join(vs, ", ")})
+		}
+	}
+	slices.SortFunc(hs, func(a, b header) int { return strings.Compare(a.name, b.name) })
+	for _, hd := range hs {
+		if reservedParameter(hd.name) {
+			return modelError(call.model, errorf(triton.InvalidArgument, "Header '%s' is reserved for Triton usage and cannot be forwarded.", hd.name))
+		}
+		if call.req.Parameters == nil {
+			call.req.Parameters = make(map[string]any, len(hs))
+		}
+		call.req.Parameters[hd.name] = hd.value
 	}
 	return nil
 }
@@ -198,7 +275,8 @@ func parseRequestParameters(call *inferCall, v jval) error {
 				req.SequenceID = n
 			} else if s, ok := m.val.str(); ok {
 				if len(s) > 128 {
-					return errorf(triton.Unsupported, "string correlation ID cannot be longer than 128 characters")
+					// Triton: UNSUPPORTED (501), for a client's mistake.
+					return errorf(triton.InvalidArgument, "string correlation ID cannot be longer than 128 characters")
 				}
 				req.SequenceIDString = string(s)
 			} else {
@@ -284,11 +362,20 @@ func (h *handler) parseInputs(call *inferCall, ms []member, binary []byte) error
 	if !ok || !v.isArray() {
 		return parseErr("inputs", errNotArray)
 	}
-	pos := 0
+	pos, i := 0, 0
 	var inBuf, pmBuf [8]member
 	var err error
 	v.each(func(e jval) bool {
-		pos, err = h.parseInput(call, e, inBuf[:0], pmBuf[:0], binary, pos)
+		var who inputLabel
+		pos, err = h.parseInput(call, e, inBuf[:0], pmBuf[:0], binary, pos, &who)
+		if err != nil && !who.named {
+			label := "#" + strconv.Itoa(i)
+			if who.name != nil {
+				label = "'" + string(who.name) + "'"
+			}
+			err = inputError(call.model, label, err)
+		}
+		i++
 		return err == nil
 	})
 	if err != nil {
@@ -300,14 +387,27 @@ func (h *handler) parseInputs(call *inferCall, ms []member, binary []byte) error
 	return nil
 }
 
+// inputLabel is what names an input in the errors of parseInput.
+type inputLabel struct {
+	name  []byte // nil until the input's name is known
+	named bool   // the error names the input and the model already
+}
+
 // parseInput decodes one entry of "inputs"; binary[pos:] are the binary
-// bytes not yet consumed. It returns the new pos.
-func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, binary []byte, pos int) (int, error) {
+// bytes not yet consumed. It returns the new pos; who tells how to name
+// the input in an error.
+func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, binary []byte, pos int, who *inputLabel) (int, error) {
 	if !e.isObject() {
 		return pos, parseErr("inputs", errNotObject)
 	}
 	in := e.appendMembers(inBuf)
-	params, _ := get(in, "parameters")
+	if nv, ok := get(in, "name"); ok {
+		who.name, _ = nv.str()
+	}
+	params, hasParams := get(in, "parameters")
+	if hasParams && !params.isObject() {
+		return pos, parseErr("parameters", errNotObject)
+	}
 	pm := params.appendMembers(pmBuf)
 	_, hasData := get(in, "data")
 	_, hasBinary := get(pm, "binary_data_size")
@@ -354,6 +454,7 @@ func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, bin
 			return pos, parseErr("binary_data_size", errNotUint)
 		}
 		if avail := uint64(len(binary) - pos); n > avail {
+			who.named = true
 			return pos, errorf(triton.InvalidArgument, "unexpected size for input '%s', expecting %d additional bytes for model '%s'", t.Name, n-avail, call.model)
 		}
 		t.Data = wire.Aligned(binary[pos:pos+int(n):pos+int(n)], t.DataType)
@@ -414,7 +515,10 @@ func (h *handler) parseOutputs(call *inferCall, v jval) error {
 			return parseErr("outputs", errNotObject)
 		}
 		om := e.appendMembers(omBuf[:0])
-		params, _ := get(om, "parameters")
+		params, hasParams := get(om, "parameters")
+		if hasParams && !params.isObject() {
+			return parseErr("parameters", errNotObject)
+		}
 		pm := params.appendMembers(pmBuf[:0])
 		_, hasSHM := get(pm, "shared_memory_region")
 		if hasSHM {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -137,7 +139,7 @@ func TestInferErrors(t *testing.T) {
 		{"parameter type", "id_FP32", `{"parameters":{"p":[1]},"inputs":[]}`, 400, []string{"parameter 'p' has invalid type. It should be either 'int', 'bool', or 'string'."}},
 		{"parameter null", "id_FP32", `{"parameters":{"p":null},"inputs":[]}`, 400, []string{"parameter 'p' has invalid type"}},
 		{"sequence_id type", "id_FP32", `{"parameters":{"sequence_id":true},"inputs":[]}`, 400, []string{"Unable to parse 'sequence_id'"}},
-		{"sequence_id length", "id_FP32", `{"parameters":{"sequence_id":"` + strings.Repeat("s", 129) + `"},"inputs":[]}`, 501, []string{"string correlation ID cannot be longer than 128 characters"}},
+		{"sequence_id length", "id_FP32", `{"parameters":{"sequence_id":"` + strings.Repeat("s", 129) + `"},"inputs":[]}`, 400, []string{"string correlation ID cannot be longer than 128 characters"}},
 		{"sequence_start type", "id_FP32", `{"parameters":{"sequence_start":1},"inputs":[]}`, 400, []string{"Unable to parse 'sequence_start'"}},
 		{"sequence_end type", "id_FP32", `{"parameters":{"sequence_end":"true"},"inputs":[]}`, 400, []string{"Unable to parse 'sequence_end'"}},
 		{"priority type", "id_FP32", `{"parameters":{"priority":-1},"inputs":[]}`, 400, []string{"Unable to parse 'priority'"}},
@@ -232,10 +234,15 @@ func TestInferBinaryBytesAndFP16(t *testing.T) {
 	if out["datatype"] != "BYTES" || fmt.Sprint(out["parameters"]) != fmt.Sprintf("map[binary_data_size:%d]", len(data)) {
 		t.Errorf("output %v", out)
 	}
-	// The same as JSON output: the bytes as they are, escaped where JSON needs.
+	// The same as JSON output: the bytes as they are, escaped where JSON
+	// needs, and a byte that is not UTF-8 replaced, so that the answer is
+	// JSON that strict readers take.
 	body, hl = binaryBody(fmt.Sprintf(`{"inputs":[{"name":"INPUT0","shape":[3],"datatype":"BYTES","parameters":{"binary_data_size":%d}}]}`, len(data)), data)
 	rec = f.do(req{path: inferPath("nb_BYTES"), body: body, header: map[string]string{"Inference-Header-Content-Length": hl}})
-	wantBody(t, rec, `{"model_name":"nb_BYTES","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"BYTES","shape":[3],"data":["a\u0000b","","\u0000\u0000\u0000`+"\xff"+`"]}]}`)
+	wantBody(t, rec, `{"model_name":"nb_BYTES","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"BYTES","shape":[3],"data":["a\u0000b","","\u0000\u0000\u0000\ufffd"]}]}`)
+	if !utf8.Valid(rec.Body.Bytes()) || !json.Valid(rec.Body.Bytes()) {
+		t.Errorf("BYTES answer in JSON is not valid UTF-8 JSON: %q", rec.Body.Bytes())
+	}
 
 	// FP16 travels in binary only.
 	h := le[uint16](uint16(tensor.Float16FromFloat32(1.5)), uint16(tensor.Float16FromFloat32(-2)))

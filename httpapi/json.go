@@ -505,14 +505,30 @@ const (
 
 // appendJSONString appends s as a JSON string the way rapidjson's writer
 // does: '"', '\\' and control characters escaped, every other byte as it
-// is (no UTF-8 validation, so BYTES outputs keep their bytes).
+// is, except that bytes that are not valid UTF-8 become U+FFFD, as in
+// encoding/json: rapidjson copies them, which makes the document invalid
+// JSON that strict readers (Python's json module among them) refuse. A
+// BYTES output that is not text loses such bytes in JSON; binary_data
+// keeps them.
 func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hexDigits = "0123456789ABCDEF"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			var buf [utf8.UTFMax]byte
+			_, size := utf8.DecodeRune(buf[:copy(buf[:], s[i:])])
+			if size == 1 { // invalid: DecodeRune gives RuneError, 1 byte
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + 1
+			}
+			i += size
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -534,7 +550,8 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 		default:
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

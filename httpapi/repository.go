@@ -133,7 +133,7 @@ func (h *handler) handleRepositoryControl(w http.ResponseWriter, r *http.Request
 // loadOptions reads a load's parameters: "config" (a ModelConfig in JSON)
 // and "file:<path>" (base64 file contents, path relative to the model
 // folder, such as "1/model.onnx"). Every value is a string. Any other key
-// is refused with Triton's (500) answer.
+// is refused with Triton's message, as 400 (Triton: 500).
 func loadOptions(params []member) (*triton.LoadOptions, error) {
 	if len(params) == 0 {
 		return nil, nil
@@ -158,7 +158,8 @@ func loadOptions(params []member) (*triton.LoadOptions, error) {
 			}
 			opts.Files[strings.TrimPrefix(key, "file:")] = data
 		default:
-			return nil, errorf(triton.Internal, "unexpected error on creating Triton parameter")
+			// Triton: INTERNAL (500), for a client's unknown key.
+			return nil, errorf(triton.InvalidArgument, "unexpected error on creating Triton parameter")
 		}
 	}
 	return opts, nil

@@ -160,7 +160,7 @@ func TestRepositoryLoadOverrides(t *testing.T) {
 		status           int
 		parts            []string
 	}{
-		{"unknown key", "/v2/repository/models/a/load", `{"parameters":{"bogus":"x"}}`, 500, []string{"unexpected error on creating Triton parameter"}},
+		{"unknown key", "/v2/repository/models/a/load", `{"parameters":{"bogus":"x"}}`, 400, []string{"unexpected error on creating Triton parameter"}},
 		{"non-string value", "/v2/repository/models/a/load", `{"parameters":{"config":{}}}`, 400, []string{"Unable to parse 'config'"}},
 		{"parameters not object", "/v2/repository/models/a/load", `{"parameters":[]}`, 400, []string{"Unable to parse 'parameters'"}},
 		{"bad base64", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:1/x":"***"}}`, 400, []string{"base64"}},

@@ -66,7 +66,8 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 		switch spec.kind {
 		case kindSHM:
 			if len(t.Data) > len(spec.shm) {
-				return errorf(triton.Internal, "shared memory size specified with the request for output '%s' (%d bytes) should be at least %d bytes to hold the results",
+				// Triton: INTERNAL (500), for a region the client sized.
+				return errorf(triton.InvalidArgument, "shared memory size specified with the request for output '%s' (%d bytes) should be at least %d bytes to hold the results",
 					t.Name, len(spec.shm), len(t.Data))
 			}
 			if _, err := sysshm.Copy(spec.shm, t.Data); err != nil {

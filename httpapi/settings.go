@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -13,7 +14,8 @@ import (
 // handleLogging serves GET and POST /v2/logging. A POST sets any subset of
 // log_info, log_warning, log_error (booleans), log_verbose_level (unsigned,
 // at most 4294967295) and log_format ("default" or "ISO8601"); null values
-// are ignored; a log_file is refused (501), as Triton refuses it. The whole
+// are ignored; a log_file is refused (501), as Triton refuses it; an
+// unknown log_format is 400 (Triton: 503). The whole
 // update is checked before any of it is applied (package settings holds
 // the state and its rules). The answer is the full settings.
 func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +36,7 @@ func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if l, err = h.settings.UpdateLog(settings.HTTP, upd); err != nil {
-			h.writeError(w, wire.SettingsError(err))
+			h.writeError(w, settingsError(err))
 			return
 		}
 	}
@@ -136,7 +138,7 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 			return
 		}
 		if t, err = h.settings.UpdateTrace(settings.HTTP, model, upd); err != nil {
-			h.writeError(w, wire.SettingsError(err))
+			h.writeError(w, settingsError(err))
 			return
 		}
 	}
@@ -209,4 +211,15 @@ func parseTraceUpdate(data []byte) (settings.TraceUpdate, error) {
 		}
 	}
 	return upd, nil
+}
+
+// settingsError gives a settings error its code, as wire.SettingsError
+// does, except that a value the settings do not know (Triton's
+// UNAVAILABLE, 503, for an unknown log_format) is the client's mistake:
+// 400.
+func settingsError(err error) error {
+	if errors.Is(err, settings.ErrUnavailable) {
+		return &triton.Error{Code: triton.InvalidArgument, Err: err}
+	}
+	return wire.SettingsError(err)
 }

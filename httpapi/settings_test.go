@@ -42,11 +42,11 @@ func TestLogging(t *testing.T) {
 		msg    string
 	}{
 		{`{"log_file":"/tmp/x.log"}`, 501, "log file location can not be updated through network protocol"},
-		{`{"log_format":"json"}`, 503, "invalid argument for --log_format, got: json"},
+		{`{"log_format":"json"}`, 400, "invalid argument for --log_format, got: json"},
 		{`{"log_info":"yes"}`, 400, "attempt to access JSON non-boolean as boolean"},
 		{`{"log_verbose_level":-1}`, 400, "attempt to access JSON non-unsigned-integer as unsigned-integer"},
 		{`{"log_format":1}`, 400, "attempt to access JSON non-string as string"},
-		{`{"log_info":true,"log_format":"bad"}`, 503, "invalid argument for --log_format"},
+		{`{"log_info":true,"log_format":"bad"}`, 400, "invalid argument for --log_format"},
 		{`{`, 400, "failed to parse the request JSON buffer"},
 		{``, 400, "The document is empty."},
 	} {

@@ -132,7 +132,7 @@ func TestSharedMemoryInfer(t *testing.T) {
 		status int
 		parts  []string
 	}{
-		{`{"inputs":[` + input + `],"outputs":[` + output(32, 8) + `]}`, 500, []string{"shared memory size specified with the request for output 'OUTPUT0' (8 bytes) should be at least 16 bytes to hold the results"}},
+		{`{"inputs":[` + input + `],"outputs":[` + output(32, 8) + `]}`, 400, []string{"shared memory size specified with the request for output 'OUTPUT0' (8 bytes) should be at least 16 bytes to hold the results"}},
 		{`{"inputs":[` + strings.Replace(input, `"io"`, `"nope"`, 1) + `]}`, 404, []string{"Unable to find shared memory region: 'nope'"}},
 		{`{"inputs":[` + input + `],"outputs":[` + strings.Replace(output(0, 16), `"io"`, `"nope"`, 1) + `]}`, 404, []string{"Unable to find shared memory region: 'nope'"}},
 		{`{"inputs":[` + input + `],"outputs":[` + output(56, 16) + `]}`, 400, []string{"Invalid offset + byte size for shared memory region: 'io'"}},

@@ -124,7 +124,7 @@ func TestCompression(t *testing.T) {
 
 	// Errors: unknown coding, broken streams.
 	resp = post([]byte(smallInfer), map[string]string{"Content-Encoding": "br"})
-	if resp.StatusCode != 501 || resp.Header.Get("Accept-Encoding") != "gzip, deflate" || !strings.Contains(read(resp), `{"error":"Unsupported compression type"}`) {
+	if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Header.Get("Accept-Encoding") != "gzip, deflate" || !strings.Contains(read(resp), `{"error":"Unsupported compression type"}`) {
 		t.Errorf("Content-Encoding br: %d %v", resp.StatusCode, resp.Header)
 	}
 	for enc, body := range map[string][]byte{
