@@ -133,8 +133,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if shm != nil {
 			hopts = append(hopts, httpapi.WithSharedMemory(shm))
 		}
-		// wired at merge: if cfg.httpHeaderForward != nil, append
-		// httpapi.WithHeaderForwardPattern(cfg.httpHeaderForward).
+		if cfg.httpHeaderForward != nil {
+			hopts = append(hopts, httpapi.WithHeaderForwardPattern(cfg.httpHeaderForward))
+		}
 		h := httpapi.NewHandler(srv, hopts...)
 		addr, err := serve("http", net.JoinHostPort(cfg.httpAddress, strconv.Itoa(cfg.httpPort)), cfg.reuseHTTPPort, h)
 		if err != nil {
