@@ -2,10 +2,11 @@
 // HTTP/REST protocol: KServe v2 plus Triton's extensions (binary tensor
 // data, classification, model repository, model configuration,
 // statistics, shared memory, trace and logging settings, parameters,
-// schedule policy). Existing Triton clients (tritonclient, perf_analyzer,
-// KServe v2 clients), load balancers and Kubernetes probes work against it
-// unchanged: paths, methods, JSON shapes, status codes and error messages
-// are Triton's (github.com/triton-go/triton's protocol reference §1).
+// schedule policy, generate). Existing Triton clients (tritonclient,
+// perf_analyzer, KServe v2 clients), load balancers and Kubernetes probes
+// work against it unchanged: paths, methods, JSON shapes, status codes
+// and error messages are Triton's (github.com/triton-go/triton's protocol
+// reference §1).
 //
 // # Usage
 //
@@ -46,12 +47,48 @@
 // in both directions, see [WithCompressionMinSize] and
 // [WithCompressionLevel]), model configuration, statistics, repository
 // index/load/unload, system and CUDA shared memory, trace and logging
-// settings. Anything else is 404 {"error":"Not Found"}; a wrong method is
-// 405 {"error":"Method Not Allowed"}. Errors are {"error":"<message>"}
+// settings, and generate and generate_stream (see below). Anything else
+// is 404 {"error":"Not Found"}; a wrong method is 405
+// {"error":"Method Not Allowed"}. Errors are {"error":"<message>"}
 // with the status of their [triton.Code] (Triton's table: InvalidArgument,
 // AlreadyExists, Cancelled and Unknown 400, NotFound 404, Internal 500,
 // Unsupported 501, Unavailable 503, and DeadlineExceeded, which Triton
 // lacks, 504).
+//
+// # Generate extension
+//
+// POST /v2/models/{m}[/versions/{v}]/generate and .../generate_stream
+// (Triton's provisional generate extension) take a flat JSON object and
+// map each member by its key, as Triton does: a key naming a model input
+// becomes that input, a string as a BYTES element, a number or boolean as
+// the input's datatype, an array as that many elements; the shape is the
+// model's (with its batch dimension) with the element count spread over
+// it, the innermost variable dimension taking what the fixed ones leave
+// and the other variable ones 1. Any other key is a request parameter
+// (string, integer or boolean; other values are refused with 400).
+// "parameters" holds an object mapped the same way; "id", a string, is
+// also the request ID (and, as in Triton, a parameter or input "id" too).
+// The answer is one object: "id" (when given), "model_name",
+// "model_version" and every output as a member, an output of one element
+// as that element, any other as a flat array, members sorted by name:
+//
+//	curl -d '{"text_input":"Hi","max_tokens":8}' localhost:8000/v2/models/llm/generate
+//	{"model_name":"llm","model_version":"1","text_output":"Hi there"}
+//
+// generate wants exactly one response. generate_stream answers
+// Content-Type text/event-stream; charset=utf-8 with one server-sent event
+// per response, "data: {...}\n\n", each flushed as soon as the response
+// is produced; an error after the first event is the event
+// "data: {"error":"..."}\n\n", the status being 200 already. Errors
+// before any response are {"error":"..."} with their status, on both
+// endpoints. A client that
+// disconnects cancels its request: the server sees the request's context
+// end, and no more events are written. Neither endpoint compresses its
+// answer, whatever Accept-Encoding asks (a compressor would hold events
+// back until its block fills; Triton does not compress them either), and
+// compressed requests are refused with 400, as Triton does. An
+// http.Server WriteTimeout bounds a whole stream: leave it unset (or
+// long) on servers that stream, and bound requests with contexts instead.
 //
 // # Concurrency and resources
 //
@@ -115,9 +152,9 @@
 //     400 (Triton: 503); an unknown load parameter is 400 (Triton: 500
 //     "unexpected error on creating Triton parameter"); an output region
 //     of shared memory too small for the output is 400 (Triton: 500).
-//     What stays 501 is a feature this server does not offer (generate,
-//     shared memory when not enabled, decoupled models over HTTP, setting
-//     log_file or trace_file, a repository name).
+//     What stays 501 is a feature this server does not offer (shared
+//     memory when not enabled, decoupled models on the infer endpoint,
+//     setting log_file or trace_file, a repository name).
 //   - Input- and output-level "parameters" that are not a JSON object are
 //     refused with 400 "Unable to parse 'parameters'"; Triton ignores
 //     them.
@@ -160,7 +197,19 @@
 //     Vary: Accept-Encoding, and are sent chunked once compressed past
 //     2 KiB, where Triton buffers the whole compressed body to send a
 //     Content-Length.
-//   - The generate and generate_stream endpoints answer 501.
+//   - generate on a model that answers with no response or several
+//     (a decoupled model) is 400 with Triton's message ("generate expects
+//     model to produce exactly 1 response, ..."), and the request is
+//     stopped at its second response; Triton has sent the first
+//     response's status (200) by then and waits for the last one.
+//   - An error that comes before the first response of generate_stream,
+//     such as a missing input, is {"error":"..."} with Content-Type
+//     application/json and its status, as Triton answers errors it finds
+//     before the inference; for an error the model returns as its first
+//     response Triton sends that status with an event body instead.
+//   - A model whose input has a fixed dimension of 0 cannot take generate
+//     values ("The schema can not convert input ..."); Triton divides by
+//     that dimension.
 //   - [WithHeaderForwardPattern] (Triton's --http-header-forward-pattern)
 //     matches and forwards header names in lower case: net/http does not
 //     keep the client's spelling, which Triton matches and forwards. A

@@ -254,13 +254,3 @@ func appendStats(b []byte, stats []triton.ModelStats) []byte {
 	}
 	return append(b, "]}"...)
 }
-
-// handleGenerate answers the provisional generate extension, which this
-// adapter does not implement, with 501 (after Triton's inference-category
-// and method checks).
-func (h *handler) handleGenerate(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r, wire.Inference, http.MethodPost) {
-		return
-	}
-	h.writeError(w, errorf(triton.Unsupported, "the generate extension is not supported by this server; use the infer endpoint"))
-}

@@ -229,6 +229,10 @@ type handler struct {
 	// that build a handler by hand, means none.
 	mem     *semaphore.Weighted
 	forward *regexp.Regexp // WithHeaderForwardPattern, or nil
+	// stream runs the generate extension's requests (see generate.go):
+	// inferOnce(srv), one response per request, until the server has a
+	// streaming call with the same shape.
+	stream streamer
 }
 
 // NewHandler returns an http.Handler serving srv over Triton's HTTP/REST
@@ -254,7 +258,8 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 	if err := levelError(c.level); err != nil {
 		panic("httpapi: " + err.Error())
 	}
-	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log, forward: c.forward}
+	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log, forward: c.forward,
+		stream: inferOnce(srv)}
 	mem := c.bodyMemory
 	if mem <= 0 {
 		mem = DefaultMaxBodyMemory
@@ -322,7 +327,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.handleInfer(w, r, model, ver)
 				return
 			case "generate", "generate_stream":
-				h.handleGenerate(w, r)
+				h.handleGenerate(w, r, model, ver, m[3] == "generate_stream")
 				return
 			case "ready":
 				h.handleModelReady(w, r, model, ver)
