@@ -67,6 +67,11 @@ type InferResponse struct {
 	ID string
 	// Outputs are the output tensors, in the order the backend produced them.
 	Outputs []tensor.Tensor
+	// Final marks the last response of a request on a streaming call (the
+	// root package's InferStream): set on a decoupled model's final
+	// response and on the one response of any other model. Infer leaves
+	// it false.
+	Final bool
 }
 
 // Output returns the output named name.
