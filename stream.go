@@ -130,6 +130,9 @@ func (v *version) inferOne(ctx context.Context, req *InferRequest) (*InferRespon
 	if result != nil {
 		return nil, result
 	}
+	if n == 1 {
+		one.Final = false // Infer's answer; see InferResponse.Final
+	}
 	if n == 0 {
 		return nil, v.errorf(req, Unsupported, fmt.Errorf(
 			"model '%s' is decoupled and sent no response to the request; Infer returns exactly one: use InferStream (or gRPC ModelStreamInfer) for its responses", v.name))

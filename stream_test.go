@@ -38,22 +38,15 @@ func repeatServer(t *testing.T, extra string, opts ...triton.Option) (*triton.Se
 // ms, with the request released after wait ms. batched gives the inputs a
 // batch dimension of 1.
 func repeatRequest(t testing.TB, id string, batched bool, wait uint32, vals []int32, delays []uint32) *triton.InferRequest {
-	t.Helper()
 	n := int64(len(vals))
 	shape, one := tensor.Shape{n}, tensor.Shape{1}
 	if batched {
 		shape, one = tensor.Shape{1, n}, tensor.Shape{1, 1}
 	}
-	in, err := tensor.From("IN", shape, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delay, err := tensor.From("DELAY", shape, delays)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := tensor.From("WAIT", one, []uint32{wait})
-	if err != nil {
+	in, err1 := tensor.From("IN", shape, vals)
+	delay, err2 := tensor.From("DELAY", shape, delays)
+	w, err3 := tensor.From("WAIT", one, []uint32{wait})
+	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Fatal(err)
 	}
 	return &triton.InferRequest{Model: "repeat", ID: id, Inputs: []tensor.Tensor{in, delay, w}}
@@ -587,4 +580,83 @@ func TestInferStreamSequence(t *testing.T) {
 			}
 		}
 	})
+}
+
+// blsSum is a Go backend that streams from the repeat model through its
+// Caller (Triton's BLS) and answers with the sum of the responses.
+type blsSum struct{ caller backend.Caller }
+
+func (b *blsSum) Load(_ context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	b.caller = spec.Caller
+	return backend.Func(b.execute), nil
+}
+
+func (b *blsSum) execute(ctx context.Context, batch *backend.Batch) error {
+	for _, r := range batch.Requests {
+		in, _ := r.Input("INPUT0")
+		n, _ := tensor.View[int32](in)
+		vals := make([]int32, n[0])
+		for i := range vals {
+			vals[i] = int32(i + 1)
+		}
+		req := repeatRequest(nil, r.ID, false, 0, vals, make([]uint32, len(vals)))
+		var sum int32
+		for resp, err := range b.caller.InferStream(ctx, req) {
+			if err != nil {
+				return err
+			}
+			v, _ := resp.Output("OUT")
+			x, _ := tensor.View[int32](v)
+			sum += x[0]
+		}
+		out, _ := tensor.From("OUTPUT0", tensor.Shape{1}, []int32{sum})
+		r.SetOutput(out)
+	}
+	return nil
+}
+
+func TestInferStreamThroughCaller(t *testing.T) {
+	rp := new(testmodels.Repeat)
+	srv := newServer(t, map[string]string{
+		"repeat/config.pbtxt": testmodels.RepeatConfig, "repeat/1/model.txt": "",
+		"sum/config.pbtxt": oneInput("bls", 1, ""), "sum/1/model.txt": "",
+	}, triton.WithBackend("repeat", rp), triton.WithBackend("bls", new(blsSum)))
+	resp, err := srv.Infer(context.Background(), oneInputRequest(t, "sum", "s", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputInt32(t, resp, "OUTPUT0"); got[0] != 40*41/2 {
+		t.Errorf("sum %v, want %d", got, 40*41/2)
+	}
+}
+
+// A panic in a decoupled model's Execute ends its stream with an internal
+// error after the responses it sent; the instance is recreated.
+func TestInferStreamPanic(t *testing.T) {
+	panicky := backend.StreamFunc(func(ctx context.Context, r *backend.Request, send func(backend.Response) error) error {
+		in, _ := r.Input("INPUT0")
+		out := in
+		out.Name = "OUTPUT0"
+		if err := send(backend.Response{Outputs: []tensor.Tensor{out}}); err != nil {
+			return err
+		}
+		panic("index out of range")
+	})
+	srv := newServer(t, map[string]string{
+		"p/config.pbtxt": oneInput("panicky", 1, "model_transaction_policy { decoupled: true }"), "p/1/model.txt": "",
+	}, triton.WithBackend("panicky", panicky))
+	for range 2 { // the second request runs on the recreated instance
+		var got []string
+		for resp, err := range srv.InferStream(context.Background(), oneInputRequest(t, "p", "x", 5)) {
+			if err != nil {
+				got = append(got, triton.CodeOf(err).String())
+				wantError(t, err, triton.Internal, "backend panic: index out of range")
+				continue
+			}
+			got = append(got, fmt.Sprint(outputInt32(t, resp, "OUTPUT0")))
+		}
+		if want := []string{"[5]", "Internal"}; !slices.Equal(got, want) {
+			t.Errorf("stream %v, want %v", got, want)
+		}
+	}
 }
