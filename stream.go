@@ -239,7 +239,15 @@ func (v *version) streamResponse(req *InferRequest, batch int64, r backend.Respo
 		}
 		return nil, v.backendError(req, r.Err)
 	}
-	resp := &InferResponse{Model: v.name, Version: v.number, ID: req.ID, Final: r.Final, Outputs: make([]tensor.Tensor, 0, len(r.Outputs))}
+	// One allocation per response for up to two outputs (a token and its
+	// index, say): the response and its outputs' storage together.
+	box := &responseBox{InferResponse: InferResponse{Model: v.name, Version: v.number, ID: req.ID, Final: r.Final}}
+	resp := &box.InferResponse
+	if len(r.Outputs) <= len(box.outs) {
+		resp.Outputs = box.outs[:0:len(r.Outputs)]
+	} else {
+		resp.Outputs = make([]tensor.Tensor, 0, len(r.Outputs))
+	}
 	for _, t := range r.Outputs {
 		if len(req.Outputs) > 0 && !contains(req.Outputs, t.Name) {
 			continue
@@ -251,6 +259,12 @@ func (v *version) streamResponse(req *InferRequest, batch int64, r backend.Respo
 		resp.Outputs = append(resp.Outputs, t)
 	}
 	return resp, nil
+}
+
+// responseBox is a response with room for its outputs.
+type responseBox struct {
+	InferResponse
+	outs [2]tensor.Tensor
 }
 
 func contains(names []string, name string) bool {

@@ -72,11 +72,15 @@ func (s *Sender) Send(ctx context.Context, resp Response) error {
 		return err
 	}
 	select {
-	case s.ch <- resp:
-	case <-s.ended:
-		return s.state()
-	case <-ctx.Done():
-		return ctx.Err()
+	case s.ch <- resp: // room in the buffer: the common case
+	default:
+		select {
+		case s.ch <- resp:
+		case <-s.ended:
+			return s.state()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if resp.Final {
 		s.end(nil)
