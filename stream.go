@@ -174,9 +174,15 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 	c := v.stats
 	defer func() {
 		st.End(final) // no-op once ended; otherwise the consumer stopped reading
-		cancel()
-		<-done
 		stopCancel()
+		if final != nil {
+			// Cancelled, failed or stopped: Execute, if it still runs, need
+			// not go on. After a final response it runs to its end: the
+			// request was not cancelled (a sequence would be, with it).
+			cancel()
+		}
+		<-done
+		cancel()
 		stopVersion()
 		if scheduleErr == nil {
 			if rs.cancelled {

@@ -562,8 +562,12 @@ func TestInferStreamUnloadWaits(t *testing.T) {
 func TestInferStreamSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, _ := repeatServer(t, "sequence_batching { max_sequence_idle_microseconds: 10000000 }")
+		start := time.Now()
 		for i, flags := range [][2]bool{{true, false}, {false, true}} {
-			req := repeatRequest(t, fmt.Sprint(i), false, 0, []int32{int32(i), int32(i)}, []uint32{1, 1})
+			// The first request is released (Execute returns) 10ms after
+			// its last response: the stream waits for it, and the sequence
+			// goes on (it was not cancelled).
+			req := repeatRequest(t, fmt.Sprint(i), false, 10, []int32{int32(i), int32(i)}, []uint32{1, 1})
 			req.SequenceID, req.SequenceStart, req.SequenceEnd = 9, flags[0], flags[1]
 			n := 0
 			for resp, err := range srv.InferStream(context.Background(), req) {
@@ -578,6 +582,13 @@ func TestInferStreamSequence(t *testing.T) {
 			if n != 2 {
 				t.Errorf("request %d: %d responses, want 2", i, n)
 			}
+			if d := time.Since(start); d != time.Duration(i+1)*10*time.Millisecond {
+				t.Errorf("request %d done after %v, want %v", i, d, time.Duration(i+1)*10*time.Millisecond)
+			}
+		}
+		st, _ := srv.Model("repeat").Stats()
+		if st.Success.Count != 2 || st.Fail.Count != 0 {
+			t.Errorf("success %d, fail %d; want 2, 0", st.Success.Count, st.Fail.Count)
 		}
 	})
 }
