@@ -146,6 +146,11 @@ func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duratio
 	if st := c.stream; st != nil {
 		if err := c.req.Err(); err != nil {
 			st.End(v.backendError(req, err))
+		} else if outs := c.req.Outputs(); len(outs) > 0 {
+			// Outputs set in Execute are its final response, so that a
+			// backend.Func serves a decoupled model too. Send waits for
+			// room, or fails once the stream has ended.
+			_ = st.Sender().Send(context.Background(), backend.Response{Outputs: outs, Final: true})
 		}
 		v.putCall(c)
 		return nil, nil

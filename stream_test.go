@@ -671,3 +671,31 @@ func TestInferStreamPanic(t *testing.T) {
 		}
 	}
 }
+
+// A plain Func on a decoupled model answers with one response: its
+// outputs, sent as the final response when Execute returns.
+func TestInferStreamFuncOnDecoupled(t *testing.T) {
+	srv := newServer(t, map[string]string{
+		"d/config.pbtxt": oneInput("mirror", 1, "model_transaction_policy { decoupled: true }"), "d/1/model.txt": "",
+	}, triton.WithBackend("mirror", mirror))
+	n := 0
+	for resp, err := range srv.InferStream(context.Background(), oneInputRequest(t, "d", "x", 4)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if got := outputInt32(t, resp, "OUTPUT0"); got[0] != 4 || !resp.Final {
+			t.Errorf("OUTPUT0 %v final %v, want [4] final", got, resp.Final)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d responses, want 1", n)
+	}
+	resp, err := srv.Infer(context.Background(), oneInputRequest(t, "d", "y", 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputInt32(t, resp, "OUTPUT0"); got[0] != 5 || resp.Final {
+		t.Errorf("Infer: OUTPUT0 %v final %v, want [5], not final", got, resp.Final)
+	}
+}

@@ -49,8 +49,9 @@ type Request struct {
 
 // Sender returns the request's response sender when the model is decoupled
 // (model_transaction_policy { decoupled: true }), and nil otherwise. A
-// decoupled model answers through it alone: outputs set with
-// [Request.SetOutput] or [Batch.SetOutput] are not sent.
+// decoupled model answers through it; outputs set with [Request.SetOutput]
+// or [Batch.SetOutput] during Execute are sent as the final response once
+// Execute returns.
 //
 // The Sender, unlike the Request, may be kept after Execute returns: a
 // backend that answers from its own goroutines takes the Sender (and

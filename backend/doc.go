@@ -59,8 +59,10 @@
 //     closing the server ends them with Unavailable, which the Sender
 //     reports as a cancellation does. Only then are instances closed.
 //
-// Outputs set with [Request.SetOutput] or [Batch.SetOutput] are not sent
-// for a decoupled model.
+// Outputs set in Execute with [Request.SetOutput] or [Batch.SetOutput]
+// are sent, when Execute returns, as the request's final response (unless
+// its stream has ended already): a [Func] serves a decoupled model with one
+// response per request.
 //
 // # Optional capabilities
 //
