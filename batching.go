@@ -169,11 +169,7 @@ func (v *version) inferBatched(ctx context.Context, req *InferRequest, c *call, 
 		break
 	}
 	t.computeStart, t.inputsDone, t.inferDone, t.computeEnd, t.executed = c.ran.computeStart, c.ran.inputsDone, c.ran.inferDone, c.ran.computeEnd, c.ran.executed
-	rows := c.req.BatchSize
-	resp, err := v.response(req, &c.req)
-	v.putCall(c)
-	v.finish(t, rows, err, 0)
-	return resp, err
+	return v.answer(req, c, t, 0)
 }
 
 // lead runs a dispatched batch on its instance and answers its requests.

@@ -360,3 +360,41 @@ ensemble_scheduling { step [
   { model_name: "%s" input_map { key: "INPUT0" value: "T2" } output_map { key: "OUTPUT0" value: "OUT" } }
 ] }`, m1, m2, m3)
 }
+
+// BenchmarkInferStream measures InferStream on a decoupled no-op backend
+// that sends 64 responses per request (each INPUT0 as OUTPUT0), and
+// reports the cost per response.
+// Run: go test -run '^$' -bench InferStream -benchmem .
+func BenchmarkInferStream(b *testing.B) {
+	const responses = 64
+	stream := backend.StreamFunc(func(ctx context.Context, r *backend.Request, send func(backend.Response) error) error {
+		out := r.Inputs[0]
+		out.Name = "OUTPUT0"
+		outs := []tensor.Tensor{out}
+		for range responses {
+			if err := send(backend.Response{Outputs: outs}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cfg := strings.Replace(noopConfig, `backend: "noop"`, "backend: \"stream\"\nmodel_transaction_policy { decoupled: true }", 1)
+	srv := newServer(b, map[string]string{"s/config.pbtxt": cfg, "s/1/x": ""}, triton.WithBackend("stream", stream))
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	req := &triton.InferRequest{Model: "s", Inputs: []tensor.Tensor{in}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, err := range srv.InferStream(ctx, req) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	}
+	if n != b.N*responses {
+		b.Fatalf("%d responses, want %d", n, b.N*responses)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/response")
+}

@@ -20,7 +20,7 @@ func (v *version) inferCached(ctx context.Context, req *InferRequest, batch int6
 		full := *req
 		full.Outputs = nil
 		rt := *t
-		resp, err := v.run(ctx, &full, batch, &rt)
+		resp, err := v.run(ctx, &full, batch, &rt, nil)
 		if err != nil {
 			return nil, err
 		}

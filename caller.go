@@ -6,6 +6,7 @@ package triton
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -39,6 +40,27 @@ type callPath struct {
 type callPathKey struct{}
 
 func (c *caller) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	ctx, err := c.enter(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return c.s.Infer(ctx, req)
+}
+
+func (c *caller) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*InferResponse, error] {
+	return func(yield func(*InferResponse, error) bool) {
+		ctx, err := c.enter(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		c.s.InferStream(ctx, req)(yield)
+	}
+}
+
+// enter adds the calling model to the call path in ctx, refusing a call
+// cycle.
+func (c *caller) enter(ctx context.Context, req *InferRequest) (context.Context, error) {
 	if req == nil {
 		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request from model '%s'", c.model)}
 	}
@@ -50,7 +72,7 @@ func (c *caller) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 				Err: fmt.Errorf("call cycle: %s; a model cannot call a model that is waiting for it", path.describe(req.Model))}
 		}
 	}
-	return c.s.Infer(context.WithValue(ctx, callPathKey{}, path), req)
+	return context.WithValue(ctx, callPathKey{}, path), nil
 }
 
 // describe prints the path from its first model, followed by next:

@@ -47,6 +47,75 @@ type counters struct {
 	cacheHit, cacheMiss     atomic.Uint64
 	cacheHitNs, cacheMissNs durationCounter
 	loadTime                time.Duration
+
+	// Responses of decoupled models by index (Triton's response_stats):
+	// read lock-free, grown under respMu.
+	respStats atomic.Pointer[[]*responseStat]
+	respMu    sync.Mutex
+}
+
+// responseKind is how one response of a decoupled model went.
+type responseKind uint8
+
+const (
+	responseSuccess responseKind = iota // outputs
+	responseFail                        // an error
+	responseEmpty                       // a final flag without outputs
+	responseCancel                      // the request was cancelled before it
+	responseKinds
+)
+
+// responseStat counts the responses of one index.
+type responseStat struct {
+	count [responseKinds]atomic.Uint64
+	ns    [responseKinds]durationCounter
+}
+
+// responseCounter follows one stream's responses.
+type responseCounter struct {
+	n         int
+	last      time.Duration // when the previous response came (the request's start before the first)
+	cancelled bool          // the request was cancelled after its last response
+}
+
+// response records the next response of a stream: its index's count, and
+// the time since the previous response (or, for the first, since the
+// request arrived, which is also the request's first-response latency).
+func (c *counters) response(rs *responseCounter, kind responseKind, t *timing) {
+	at := now()
+	if rs.n == 0 {
+		rs.last = t.start
+		t.firstResponse = at
+	}
+	s := c.responseStat(rs.n)
+	s.count[kind].Add(1)
+	s.ns[kind].add(at - rs.last)
+	rs.last = at
+	rs.n++
+}
+
+// responseStat returns the counters of response index i.
+func (c *counters) responseStat(i int) *responseStat {
+	if p := c.respStats.Load(); p != nil && i < len(*p) {
+		return (*p)[i]
+	}
+	c.respMu.Lock()
+	defer c.respMu.Unlock()
+	var cur []*responseStat
+	if p := c.respStats.Load(); p != nil {
+		cur = *p
+	}
+	if i < len(cur) {
+		return cur[i]
+	}
+	grown := make([]*responseStat, i+1, max(i+1, 2*len(cur)))
+	copy(grown, cur)
+	for j := len(cur); j <= i; j++ {
+		grown[j] = new(responseStat)
+	}
+	grown = grown[:i+1]
+	c.respStats.Store(&grown)
+	return grown[i]
 }
 
 type batchCounter struct {
@@ -82,6 +151,7 @@ type timing struct {
 	start, queued, computeStart, inputsDone, inferDone, computeEnd time.Duration
 	executed                                                       int64 // batch size it ran in
 	cacheHit                                                       bool
+	firstResponse                                                  time.Duration // a decoupled model's first response (0: none, or not decoupled)
 }
 
 // sinceEpoch converts a backend's mark to the request path's clock.
@@ -149,12 +219,19 @@ func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 		c.failNs.add(total)
 		c.failures[reason].Add(1)
 	}
+	first := total
+	if v.decoupled {
+		first = 0
+		if t.firstResponse != 0 {
+			first = t.firstResponse - t.start
+		}
+	}
 	for _, o := range v.observers {
 		o.ObserveRequest(RequestStats{
 			Model: v.name, Version: v.number, Err: err, Reason: reason,
 			BatchSize: rows, ExecutedBatchSize: t.executed,
 			Request: total, Queue: q, ComputeInput: in, ComputeInfer: inf, ComputeOutput: out,
-			CacheHit: t.cacheHit,
+			CacheHit: t.cacheHit, FirstResponse: first,
 		})
 	}
 }

@@ -38,6 +38,9 @@
 //     [WithModelControl], [WithResponseCache], [WithRateLimiter], ...).
 //   - [Server.Infer] from any number of goroutines, or [Server.Model] for a
 //     handle on one model whose [Model.Infer] skips the lookup by name.
+//   - [Server.InferStream] (and [Model.InferStream]) for the responses of
+//     a decoupled model (model_transaction_policy { decoupled: true }) as
+//     an iterator; any other model yields its one response through it.
 //   - [Server.Live], [Server.Ready], [Server.ModelReady] for probes;
 //     [Server.Metadata], [Server.ModelMetadata], [Server.ModelConfig],
 //     [Server.ModelSummary] and [Server.Labels] describe what is loaded.

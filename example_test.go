@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing/fstest"
 
 	"github.com/triton-go/triton"
@@ -123,4 +124,59 @@ func ExampleCodeOf() {
 	// Output:
 	// InvalidArgument
 	// [request id: r1] inference input 'A' data-type is 'INT32', but model 'add' expects 'FP32'
+}
+
+// A decoupled model answers a request with any number of responses, here
+// one per word of its input, as a language model streams tokens. The
+// caller ranges over them; breaking out of the loop or ending ctx cancels
+// the request.
+func ExampleServer_InferStream() {
+	repo := fstest.MapFS{
+		"words/config.pbtxt": {Data: []byte(`
+backend: "words"
+model_transaction_policy { decoupled: true }
+input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "WORD" data_type: TYPE_STRING dims: [ 1 ] } ]
+`)},
+		"words/1/README": {Data: []byte("a Go backend needs no model file")},
+	}
+	words := backend.StreamFunc(func(ctx context.Context, r *backend.Request, send func(backend.Response) error) error {
+		in, _ := r.Input("TEXT")
+		text, err := tensor.Strings(in)
+		if err != nil {
+			return err
+		}
+		for _, w := range strings.Fields(text[0]) {
+			out, err := tensor.FromStrings("WORD", tensor.Shape{1}, []string{w})
+			if err != nil {
+				return err
+			}
+			if err := send(backend.Response{Outputs: []tensor.Tensor{out}}); err != nil {
+				return err // the caller went away
+			}
+		}
+		return nil // StreamFunc sends the final flag
+	})
+	srv, err := triton.New(triton.WithRepository(repo), triton.WithBackend("words", words))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	text, _ := tensor.FromStrings("TEXT", tensor.Shape{1}, []string{"streams of tokens"})
+	req := &triton.InferRequest{Model: "words", Inputs: []tensor.Tensor{text}}
+	for resp, err := range srv.InferStream(context.Background(), req) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		out, _ := resp.Output("WORD")
+		w, _ := tensor.Strings(out)
+		fmt.Println(w[0])
+	}
+	// Output:
+	// streams
+	// of
+	// tokens
 }

@@ -5,6 +5,7 @@ package triton
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
@@ -48,7 +49,20 @@ func (s *Server) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 }
 
 func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	if v.decoupled {
+		return v.inferOne(ctx, req)
+	}
 	t := timing{start: now()}
+	batch, err := v.admit(ctx, req, &t)
+	if err != nil {
+		return nil, err
+	}
+	return v.dispatch(ctx, req, batch, &t, nil)
+}
+
+// admit validates a request and returns its batch size; a refused request
+// is counted as failed.
+func (v *version) admit(ctx context.Context, req *InferRequest, t *timing) (int64, error) {
 	batch, err := v.sig.CheckInputs(req.Inputs)
 	if err == nil {
 		err = v.sig.CheckOutputs(req.Outputs)
@@ -57,24 +71,35 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		err = checkParameters(req.Parameters)
 	}
 	if err != nil {
-		return nil, v.fail(&t, 0, v.errorf(req, InvalidArgument, err))
+		return 0, v.fail(t, 0, v.errorf(req, InvalidArgument, err))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, v.fail(&t, batch, v.errorf(req, classify(err, Cancelled), err))
+		return 0, v.fail(t, batch, v.errorf(req, classify(err, Cancelled), err))
 	}
+	return batch, nil
+}
+
+// dispatch hands a validated request to the version's scheduler. With a
+// stream (decoupled models) it returns once Execute has returned, with no
+// response: the responses go to the stream.
+func (v *version) dispatch(ctx context.Context, req *InferRequest, batch int64, t *timing, st *backend.Stream) (*InferResponse, error) {
 	if v.seq != nil {
-		return v.inferSequence(ctx, req, batch, &t)
+		return v.inferSequence(ctx, req, batch, t, st)
 	}
-	if v.cache != nil {
-		return v.inferCached(ctx, req, batch, &t)
+	if v.cache != nil && st == nil {
+		return v.inferCached(ctx, req, batch, t)
 	}
-	return v.run(ctx, req, batch, &t)
+	return v.run(ctx, req, batch, t, st)
 }
 
 // run schedules a validated request and waits for its answer.
-func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
+func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *timing, st *backend.Stream) (*InferResponse, error) {
 	c := v.getCall()
 	r := &c.req
+	if st != nil {
+		c.stream = st
+		r.SetSender(st.Sender())
+	}
 	r.ID, r.RequestedOutputs, r.Parameters, r.BatchSize = req.ID, req.Outputs, req.Parameters, batch
 	r.Priority, r.Timeout = req.Priority, req.Timeout
 	r.SequenceID, r.SequenceIDString, r.SequenceStart, r.SequenceEnd = req.SequenceID, req.SequenceIDString, req.SequenceStart, req.SequenceEnd
@@ -110,10 +135,40 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	t.inputsDone, t.inferDone = sinceEpoch(in), sinceEpoch(inf)
 	t.executed = batch
 	v.stats.execution(batch, t)
-	resp, err := v.response(req, r)
+	return v.answer(req, c, t, t.computeEnd)
+}
+
+// answer builds the response of a request whose Execute has returned, and
+// recycles its call. end is when it finished (0: now). For a stream there
+// is no response: a request that failed ends its stream with the error;
+// otherwise its responses go on through the Sender.
+func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duration) (*InferResponse, error) {
+	if st := c.stream; st != nil {
+		if err := c.req.Err(); err != nil {
+			st.End(v.backendError(req, err))
+		} else if outs := c.req.Outputs(); len(outs) > 0 {
+			// Outputs set in Execute are its final response, so that a
+			// backend.Func serves a decoupled model too. Send waits for
+			// room, or fails once the stream has ended.
+			_ = st.Sender().Send(context.Background(), backend.Response{Outputs: outs, Final: true})
+		}
+		v.putCall(c)
+		return nil, nil
+	}
+	rows := c.req.BatchSize
+	resp, err := v.response(req, &c.req)
 	v.putCall(c)
-	v.finish(t, batch, err, t.computeEnd)
+	v.finish(t, rows, err, end)
 	return resp, err
+}
+
+// backendError is a backend's failure of req as the client sees it.
+func (v *version) backendError(req *InferRequest, err error) error {
+	code := CodeOf(err)
+	if code == Unknown {
+		code = Internal
+	}
+	return v.errorf(req, code, err)
 }
 
 // fail records a request that failed before it could run and returns err.
@@ -125,11 +180,7 @@ func (v *version) fail(t *timing, rows int64, err error) error {
 // response checks what the backend produced and builds the response.
 func (v *version) response(req *InferRequest, r *backend.Request) (*InferResponse, error) {
 	if err := r.Err(); err != nil {
-		code := CodeOf(err)
-		if code == Unknown {
-			code = Internal
-		}
-		return nil, v.errorf(req, code, err)
+		return nil, v.backendError(req, err)
 	}
 	produced := r.Outputs()
 	resp := &InferResponse{Model: v.name, Version: v.number, ID: req.ID, Outputs: make([]tensor.Tensor, 0, len(produced))}

@@ -61,12 +61,8 @@ func (m *Model) entry(t *modelTable) *modelEntry {
 // chooses the version as it does for Server.Infer (0: the one the version
 // policy serves).
 func (m *Model) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
-	if req == nil {
-		return nil, &Error{Code: InvalidArgument, Model: m.name, Err: fmt.Errorf("nil request")}
-	}
-	if req.Model != "" && req.Model != m.name {
-		return nil, &Error{Code: InvalidArgument, Model: m.name, RequestID: req.ID,
-			Err: fmt.Errorf("request for model '%s' sent through the handle of model '%s'", req.Model, m.name)}
+	if err := m.check(req); err != nil {
+		return nil, err
 	}
 	v, err := m.s.acquire(m.name, req.Version, m)
 	if err != nil {
@@ -77,6 +73,18 @@ func (m *Model) Infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	}
 	defer v.gate.leave()
 	return v.infer(ctx, req)
+}
+
+// check refuses a request the handle cannot send.
+func (m *Model) check(req *InferRequest) error {
+	if req == nil {
+		return &Error{Code: InvalidArgument, Model: m.name, Err: fmt.Errorf("nil request")}
+	}
+	if req.Model != "" && req.Model != m.name {
+		return &Error{Code: InvalidArgument, Model: m.name, RequestID: req.ID,
+			Err: fmt.Errorf("request for model '%s' sent through the handle of model '%s'", req.Model, m.name)}
+	}
+	return nil
 }
 
 // Metadata describes the model's current version, as

@@ -334,7 +334,7 @@ func corrid(dt tensor.DataType, k seqKey) []byte {
 
 // inferSequence runs a request of a sequence model: admission, its turn,
 // the control and state inputs, then the ordinary path.
-func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
+func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch int64, t *timing, st *backend.Stream) (*InferResponse, error) {
 	s := v.seq
 	k, err := s.key(req)
 	if err == nil && batch != 1 {
@@ -361,8 +361,8 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 			}
 		}
 	}
-	resp, err := v.run(ctx, &run, batch, t)
-	if err == nil {
+	resp, err := v.run(ctx, &run, batch, t, st)
+	if err == nil && st == nil {
 		var next []tensor.Tensor
 		if next, err = s.takeState(req, resp); err != nil {
 			err = v.errorf(req, Internal, err)

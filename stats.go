@@ -76,6 +76,20 @@ type ModelStats struct {
 	MetricTags map[string]string
 	// ResponseCache reports whether the version has response_cache enabled.
 	ResponseCache bool
+	// Responses are a decoupled model's responses by index, from 0
+	// (Triton's response_stats; empty for other models).
+	Responses []ResponseStats
+}
+
+// ResponseStats count the responses of one index of a decoupled model's
+// streams (Triton's response_stats entry "<index>"): Success those with
+// outputs, Fail error responses, EmptyResponse final flags without outputs,
+// Cancel requests cancelled when this would have been their next response.
+// Each duration is the time since the stream's previous response (since
+// the request arrived, for index 0).
+type ResponseStats struct {
+	Index                                int
+	Success, Fail, EmptyResponse, Cancel StatDuration
 }
 
 // Observer receives one record per finished request, for distributions
@@ -101,6 +115,10 @@ type RequestStats struct {
 	Request, Queue, ComputeInput, ComputeInfer, ComputeOutput time.Duration
 	// CacheHit reports an answer from the response cache (no execution).
 	CacheHit bool
+	// FirstResponse is how long the request waited for its first response:
+	// Request for a model that is not decoupled; for a decoupled one the
+	// time to its first response, 0 when it sent none.
+	FirstResponse time.Duration
 }
 
 // FailureReason is why a request failed; see [Failures].
@@ -180,6 +198,15 @@ func (v *version) snapshot() ModelStats {
 	}
 	if v.dyn != nil {
 		st.Queued = v.dyn.Len()
+	}
+	if p := c.respStats.Load(); p != nil {
+		for i, r := range *p {
+			rs := ResponseStats{Index: i}
+			for k, d := range []*StatDuration{&rs.Success, &rs.Fail, &rs.EmptyResponse, &rs.Cancel} {
+				*d = dur(r.count[k].Load(), &r.ns[k])
+			}
+			st.Responses = append(st.Responses, rs)
+		}
 	}
 	return st
 }

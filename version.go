@@ -51,6 +51,9 @@ type version struct {
 	// shared: the version has one instance, safe for concurrent Execute
 	// calls, that every request uses without taking it (ensembles).
 	shared bool
+	// decoupled: model_transaction_policy { decoupled: true }; requests
+	// carry a response sender and answer through streams (stream.go).
+	decoupled bool
 
 	seq   *sequencer                     // nil: not a sequence (stateful) model
 	dyn   *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
@@ -84,6 +87,11 @@ type call struct {
 	work   *batchWork    // set when this request leads a batch
 	ticket uint64        // arrival number, with preserve_ordering
 	ran    timing        // when its batch ran, set by the leader
+
+	// stream is the request's response stream (decoupled models). A call
+	// with a stream is never recycled: the backend may still hold its
+	// Request after the stream ends.
+	stream *backend.Stream
 }
 
 func newCall() any {
@@ -95,6 +103,9 @@ func newCall() any {
 func (v *version) getCall() *call { return v.calls.Get().(*call) }
 
 func (v *version) putCall(c *call) {
+	if c.stream != nil {
+		return // left to the GC; see call.stream
+	}
 	c.ctx, c.work, c.ticket, c.ran = nil, nil, 0, timing{}
 	c.req.Reset()
 	// run sets every field again; dropping the references is for the GC.
@@ -122,6 +133,8 @@ func newVersion(parent context.Context, name string, number int64, cfg *modelcon
 		gate:    newGate(),
 		stats:   newCounters(int64(cfg.GetMaxBatchSize())),
 		calls:   sync.Pool{New: newCall},
+
+		decoupled: cfg.GetModelTransactionPolicy().GetDecoupled(),
 	}
 }
 

@@ -44,7 +44,24 @@ type Request struct {
 
 	outputs []tensor.Tensor
 	err     error
+	sender  *Sender
 }
+
+// Sender returns the request's response sender when the model is decoupled
+// (model_transaction_policy { decoupled: true }), and nil otherwise. A
+// decoupled model answers through it; outputs set with [Request.SetOutput]
+// or [Batch.SetOutput] during Execute are sent as the final response once
+// Execute returns.
+//
+// The Sender, unlike the Request, may be kept after Execute returns: a
+// backend that answers from its own goroutines takes the Sender (and
+// copies of the inputs it still needs) before Execute returns, and must
+// not touch the Request itself afterwards, which the server recycles.
+func (r *Request) Sender() *Sender { return r.sender }
+
+// SetSender gives the request its response sender (nil: the model is not
+// decoupled). Schedulers and tests call it; backends receive it.
+func (r *Request) SetSender(s *Sender) { r.sender = s }
 
 // Input returns the input named name.
 func (r *Request) Input(name string) (tensor.Tensor, bool) {
@@ -88,12 +105,13 @@ func (r *Request) Fail(err error) {
 // Err returns the error the request failed with, or nil.
 func (r *Request) Err() error { return r.err }
 
-// Reset clears the results of the request (outputs and error) and keeps the
+// Reset clears the results of the request (outputs, error and sender) and keeps the
 // capacity of its storage. Schedulers use it to recycle requests.
 func (r *Request) Reset() {
 	clear(r.outputs)
 	r.outputs = r.outputs[:0]
 	r.err = nil
+	r.sender = nil
 }
 
 // Batch is the unit of work handed to [Instance.Execute]: one or more

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/triton-go/triton/modelconfig"
@@ -67,6 +68,11 @@ type InferResponse struct {
 	ID string
 	// Outputs are the output tensors, in the order the backend produced them.
 	Outputs []tensor.Tensor
+	// Final marks the last response of a request on a streaming call (the
+	// root package's InferStream): set on a decoupled model's final
+	// response and on the one response of any other model. Infer leaves
+	// it false.
+	Final bool
 }
 
 // Output returns the output named name.
@@ -88,13 +94,21 @@ func (r *InferResponse) Output(name string) (tensor.Tensor, bool) {
 // the cycle instead of deadlocking.
 //
 // Calls may be made from Execute, synchronously or from goroutines that
-// Execute waits for, with Execute's ctx (or one derived from it), so that
+// Execute waits for (or, for a decoupled model, from the goroutines that
+// answer a request through its Sender, with a ctx that ends when
+// [Sender.Done] is closed), with Execute's ctx (or one derived from it), so that
 // the caller's deadline and cancellation reach the called models and the
 // cycle check sees the call path. All methods are safe for concurrent use.
 type Caller interface {
 	// Infer runs one request, exactly as the server's own Infer does: the
 	// called model's scheduler, batcher and response cache apply.
 	Infer(ctx context.Context, req *InferRequest) (*InferResponse, error)
+	// InferStream runs one request and yields its responses, as the
+	// server's own InferStream does: every response of a decoupled model,
+	// the one response of any other. Breaking out of the loop, or ctx
+	// ending, cancels the request; the iterator returns once the called
+	// model's Execute has returned.
+	InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*InferResponse, error]
 	// ModelConfig returns a copy of the configuration of a loaded model
 	// version; version 0 means the one a request without a version uses.
 	ModelConfig(model string, version int64) (*modelconfig.ModelConfig, error)

@@ -26,6 +26,44 @@
 // concurrently. Input tensors are borrowed until Execute returns; outputs
 // are handed to clients without a copy. See [Batch] and [Request].
 //
+// # Decoupled models
+//
+// A model whose config has model_transaction_policy { decoupled: true }
+// answers a request with any number of responses (Triton's decoupled
+// transaction policy): tokens of a language model, partial transcripts.
+// Each of its requests carries a [Sender] ([Request.Sender]); the backend
+// sends 0..N [Response] values, each with outputs or an error, and flags
+// the last one Final (a final response may have no outputs). [StreamFunc]
+// is the short form, a function that sends and returns.
+//
+//   - Where: from Execute, or from goroutines the backend starts that go
+//     on after Execute returned. Execute's return frees the instance for
+//     the next batch; the request's stream stays open until the final
+//     response. Such goroutines belong to the Instance: its Close must
+//     wait for them.
+//   - Ownership: inputs are borrowed until Execute returns, as for every
+//     model; a goroutine that needs them later copies them first. The
+//     Request itself is not to be used after Execute returns, only its
+//     Sender. Outputs passed to Send are handed to the client without a
+//     copy: the backend must not write to them afterwards.
+//   - Back-pressure: Send blocks while the client has not taken the
+//     responses already buffered (the root package's StreamBuffer).
+//   - Cancellation: when the client goes away (its context ends, it stops
+//     reading) [Sender.Done] is closed and Send fails with an error
+//     wrapping context.Canceled (context.DeadlineExceeded for a deadline).
+//     The backend should stop work for the request and must not send
+//     again. Sending after the final response fails with [ErrAfterFinal].
+//   - Failure: an error from Execute, or [Request.Fail], before the final
+//     response ends the stream with that error as its final response.
+//   - Unload: a retiring model version waits for its open streams to end;
+//     closing the server ends them with Unavailable, which the Sender
+//     reports as a cancellation does. Only then are instances closed.
+//
+// Outputs set in Execute with [Request.SetOutput] or [Batch.SetOutput]
+// are sent, when Execute returns, as the request's final response (unless
+// its stream has ended already): a [Func] serves a decoupled model with one
+// response per request.
+//
 // # Optional capabilities
 //
 // A backend should implement, where it can:
