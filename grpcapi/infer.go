@@ -37,7 +37,7 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 		return nil, err
 	}
 	s.compressResponses(ctx)
-	resp, err := s.infer(ctx, req, false)
+	resp, err := s.infer(ctx, req)
 	if err != nil {
 		return nil, s.toStatus(err)
 	}
@@ -127,44 +127,95 @@ func (c *inferCall) output(name string) *outputSpec {
 	return nil
 }
 
-// infer runs req on the server and builds its response. ModelStreamInfer
-// (streaming) also serves decoupled models.
-func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest, streaming bool) (*inferencepb.ModelInferResponse, error) {
-	model := req.GetModelName()
-	ver, err := parseVersion(model, req.GetModelVersion())
-	if err != nil {
-		return nil, err
-	}
-	sum, err := s.srv.ModelSummary(model, ver)
-	if err != nil {
-		return nil, err
-	}
-	if sum.Decoupled && !streaming {
-		return nil, errorf(triton.Unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy")
-	}
+// infer runs req, for a model that is not decoupled, on the server and
+// builds its response.
+func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	c := calls.Get().(*inferCall)
 	defer c.done()
-	c.maxBatch = sum.MaxBatchSize
-	c.req.Model, c.req.Version, c.req.ID = model, sum.Version, req.GetId()
-	if err := requestParameters(&c.req, req.GetParameters()); err != nil {
+	decoupled, err := s.prepare(ctx, c, req)
+	if err != nil {
 		return nil, err
 	}
-	if s.forward != nil {
-		if err := s.forwardHeaders(ctx, &c.req); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.inputs(c, req); err != nil {
-		return nil, err
-	}
-	if err := s.requestedOutputs(c, req.GetOutputs()); err != nil {
-		return nil, err
+	if decoupled {
+		return nil, errorf(triton.Unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy")
 	}
 	resp, err := s.srv.Infer(ctx, &c.req)
 	if err != nil {
 		return nil, err
 	}
 	return s.response(c, resp)
+}
+
+// inferEach runs req on the server and passes each of its responses to
+// yield, built as infer builds one, with whether it is the request's last
+// (triton_final_response); a model that is not decoupled answers once.
+// An error that ends the request comes as (nil, true, err); a decoupled
+// model's error response that does not end it as (nil, false, err). A
+// decoupled model's final flag without outputs comes as a response with
+// no outputs, for the caller to send or not
+// (triton_enable_empty_final_response). yield returning false stops the
+// request.
+func (s *Service) inferEach(ctx context.Context, req *inferencepb.ModelInferRequest, yield func(resp *inferencepb.ModelInferResponse, final bool, err error) bool) {
+	c := calls.Get().(*inferCall)
+	defer c.done()
+	decoupled, err := s.prepare(ctx, c, req)
+	if err != nil {
+		yield(nil, true, err)
+		return
+	}
+	if !decoupled {
+		resp, err := s.srv.Infer(ctx, &c.req)
+		var out *inferencepb.ModelInferResponse
+		if err == nil {
+			out, err = s.response(c, resp)
+		}
+		yield(out, true, err)
+		return
+	}
+	last := false // the last response yielded was final
+	for resp, err := range s.srv.InferStream(ctx, &c.req) {
+		var out *inferencepb.ModelInferResponse
+		if err == nil {
+			out, err = s.response(c, resp)
+		}
+		last = resp != nil && resp.Final
+		if !yield(out, last, err) {
+			return
+		}
+	}
+	if !last {
+		// The final flag came alone (or the stream ended on an error,
+		// which was final).
+		yield(&inferencepb.ModelInferResponse{ModelName: req.GetModelName(), ModelVersion: strconv.FormatInt(c.req.Version, 10), Id: req.GetId()}, true, nil)
+	}
+}
+
+// prepare fills c with the server request req stands for and reports
+// whether the model is decoupled.
+func (s *Service) prepare(ctx context.Context, c *inferCall, req *inferencepb.ModelInferRequest) (decoupled bool, err error) {
+	model := req.GetModelName()
+	ver, err := parseVersion(model, req.GetModelVersion())
+	if err != nil {
+		return false, err
+	}
+	sum, err := s.srv.ModelSummary(model, ver)
+	if err != nil {
+		return false, err
+	}
+	c.maxBatch = sum.MaxBatchSize
+	c.req.Model, c.req.Version, c.req.ID = model, sum.Version, req.GetId()
+	if err := requestParameters(&c.req, req.GetParameters()); err != nil {
+		return false, err
+	}
+	if s.forward != nil {
+		if err := s.forwardHeaders(ctx, &c.req); err != nil {
+			return false, err
+		}
+	}
+	if err := s.inputs(c, req); err != nil {
+		return false, err
+	}
+	return sum.Decoupled, s.requestedOutputs(c, req.GetOutputs())
 }
 
 // requestParameters applies a request's parameters as Triton's gRPC
@@ -230,8 +281,8 @@ func requestParameters(r *triton.InferRequest, params map[string]*inferencepb.In
 		case "headers", "binary_data_output":
 			// Reserved (protocol spec §1.14); never a model parameter.
 		case "triton_enable_empty_final_response":
-			// Only matters for decoupled responses that carry nothing but
-			// the final flag, which this server never sends.
+			// Read by ModelStreamInfer (emptyFinal): whether a decoupled
+			// model's final flag without outputs is sent as a response.
 			if _, ok := choice.(*inferencepb.InferParameter_BoolParam); !ok {
 				return errorf(triton.InvalidArgument, "invalid value type for '%s' parameter, expected bool_param.", key)
 			}

@@ -25,9 +25,10 @@ const maxStreamInFlight = 1024
 // (protocol spec §2.4). Requests run concurrently as they arrive, except
 // that the requests of one sequence (the same model and sequence_id) run
 // one after the other, in the order they came, so that their responses
-// also keep that order. Every response is final: its infer_response
-// carries the parameter triton_final_response = true (decoupled models
-// answer once on this server).
+// also keep that order. A model that is not decoupled answers each request
+// once, with the parameter triton_final_response = true; a decoupled
+// model's responses go out as it sends them, triton_final_response false
+// but on the last (see handle for the empty final response).
 //
 // A failed request is answered in band, with error_message and an
 // infer_response holding only the request's id, model_name and
@@ -245,29 +246,51 @@ func (st *inferStream) runSequence(key seqKey, q *seqQueue, r *received) {
 	}
 }
 
-// handle runs one request, answers it and frees its slot. The request's
-// buffer goes with its response, or back to the pool when it failed.
+// handle runs one request, answers it and frees its slot. The only
+// response of a request goes out with the request's buffer (or the buffer
+// goes back to the pool when it failed); a decoupled model's responses go
+// out as they come, each with triton_final_response, and the buffer goes
+// back after the last. A decoupled model's final flag without outputs is
+// sent as an empty response only when the request's parameter
+// triton_enable_empty_final_response is true, as in Triton.
 func (st *inferStream) handle(r *received) {
 	defer func() { <-st.slots }()
+	req := &r.ModelInferRequest
 	if r.malformed != nil {
 		// A request that does not decode fails alone, as any other bad
 		// request of the stream.
-		st.fail(&r.ModelInferRequest, malformed(r.malformed))
+		st.fail(req, malformed(r.malformed), true)
 		return
 	}
-	resp, err := st.s.infer(st.ctx, &r.ModelInferRequest, true)
-	if err != nil {
-		st.fail(&r.ModelInferRequest, err)
+	emptyFinal := req.GetParameters()["triton_enable_empty_final_response"].GetBoolParam()
+	n, answered := 0, false
+	st.s.inferEach(st.ctx, req, func(resp *inferencepb.ModelInferResponse, final bool, err error) bool {
+		n++
+		switch {
+		case err != nil:
+			st.fail(req, err, final)
+		case final && len(resp.GetOutputs()) == 0 && !emptyFinal:
+			// A decoupled model's final flag alone (every other response has
+			// outputs): not sent.
+		case final && n == 1:
+			resp.Parameters = finalResponse(true)
+			st.send(r.answer(&inferencepb.ModelStreamInferResponse{InferResponse: resp}, resp.RawOutputContents))
+			answered = true
+		default:
+			resp.Parameters = finalResponse(final)
+			st.send(&inferencepb.ModelStreamInferResponse{InferResponse: resp})
+		}
+		return !st.broken()
+	})
+	if !answered {
 		r.release()
-		return
 	}
-	resp.Parameters = finalResponse()
-	st.send(r.answer(&inferencepb.ModelStreamInferResponse{InferResponse: resp}, resp.RawOutputContents))
 }
 
-// fail answers a failed request in band, or ends the stream with its
-// status when the client asked for that.
-func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error) {
+// fail answers a failed request in band, with triton_final_response as
+// final says, or ends the stream with its status when the client asked
+// for that.
+func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error, final bool) {
 	err = st.s.toStatus(err)
 	if st.grpcErrors {
 		st.fatalOnce.Do(func() {
@@ -283,7 +306,7 @@ func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error) {
 			ModelName:    r.GetModelName(),
 			ModelVersion: r.GetModelVersion(),
 			Id:           r.GetId(),
-			Parameters:   finalResponse(),
+			Parameters:   finalResponse(final),
 		},
 	})
 }
@@ -310,6 +333,13 @@ func (st *inferStream) send(m any) {
 	}
 }
 
+// broken reports whether the stream has failed (see failed).
+func (st *inferStream) broken() bool {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
+	return st.failed()
+}
+
 // failed reports whether the stream has failed: a fatal error, or a failed
 // send. The caller holds sendMu.
 func (st *inferStream) failed() bool {
@@ -321,9 +351,10 @@ func (st *inferStream) failed() bool {
 	return st.sendErr != nil
 }
 
-// finalResponse returns the parameters of a final response.
-func finalResponse() map[string]*inferencepb.InferParameter {
+// finalResponse returns the parameters of a response: whether it is its
+// request's last.
+func finalResponse(final bool) map[string]*inferencepb.InferParameter {
 	return map[string]*inferencepb.InferParameter{
-		"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}},
+		"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: final}},
 	}
 }
