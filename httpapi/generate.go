@@ -24,11 +24,10 @@ import (
 // generate_stream answers the same request with server-sent events, one
 // "data: {...}\n\n" per response, flushed as each arrives.
 //
-// Design: the handler asks a [streamer] for a request's responses. Today it
-// is [inferOnce], which runs srv.Infer and yields its one response; a
-// streaming call on the server that yields every response of a decoupled
-// model has the same shape and replaces it in [NewHandler] without a change
-// here. The handler consumes the iterator on the request's goroutine and
+// Design: the handler asks a [streamer] for a request's responses:
+// [triton.Server.InferStream], every response of a decoupled model as it
+// comes (each its own event on generate_stream) and the one response of
+// any other model (tests put fakes in its place). The handler consumes the iterator on the request's goroutine and
 // starts none of its own: stopping the loop (client gone, write failed) is
 // how the request ends early, and the request's context, which net/http
 // cancels when the client disconnects, is the one the streamer runs with.
@@ -39,15 +38,6 @@ import (
 // consumer may stop early; the streamer must then end the request. The
 // iterator is consumed once, on the caller's goroutine.
 type streamer func(ctx context.Context, req *triton.InferRequest) iter.Seq2[*triton.InferResponse, error]
-
-// inferOnce is the streamer of srv.Infer: one response or one error.
-func inferOnce(srv *triton.Server) streamer {
-	return func(ctx context.Context, req *triton.InferRequest) iter.Seq2[*triton.InferResponse, error] {
-		return func(yield func(*triton.InferResponse, error) bool) {
-			yield(srv.Infer(ctx, req))
-		}
-	}
-}
 
 // errNotOneResponse is Triton's answer to generate (not generate_stream)
 // when the model produced no response or more than one.

@@ -13,6 +13,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -286,4 +287,27 @@ func jsonObject(s string) bool {
 	var obj map[string]any
 	s = strings.NewReplacer("-Infinity", "0", "Infinity", "0", "NaN", "0").Replace(s)
 	return utf8.ValidString(s) && json.Unmarshal([]byte(s), &obj) == nil
+}
+
+// TestGenerateStreamDecoupled: generate_stream sends each response of a
+// decoupled model (the repeat backend) as its own event, in order, and
+// the final flag alone adds none; generate refuses the several responses
+// with Triton's message.
+func TestGenerateStreamDecoupled(t *testing.T) {
+	files := repo()
+	files["repeat/config.pbtxt"] = `name: "repeat"` + testmodels.RepeatConfig
+	files["repeat/1/model"] = ""
+	srv := newServer(t, files, triton.WithBackend("repeat", &testmodels.Repeat{}))
+	f := &fixture{t: t, srv: srv, h: httpapi.NewHandler(srv)}
+	body := `{"IN":[4,5,6],"DELAY":[0,0,0],"WAIT":0}`
+	rec := f.post(streamPath("repeat"), body)
+	wantStatus(t, rec, 200)
+	wantBody(t, rec, `data: {"IDX":0,"OUT":4,"model_name":"repeat","model_version":"1"}`+"\n\n"+
+		`data: {"IDX":1,"OUT":5,"model_name":"repeat","model_version":"1"}`+"\n\n"+
+		`data: {"IDX":2,"OUT":6,"model_name":"repeat","model_version":"1"}`+"\n\n")
+	rec = f.post(generatePath("repeat"), body)
+	wantStatus(t, rec, 400)
+	if !strings.Contains(rec.Body.String(), "generate expects model to produce exactly 1 response") {
+		t.Errorf("generate on 3 responses: %s", rec.Body.String())
+	}
 }

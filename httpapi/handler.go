@@ -230,8 +230,7 @@ type handler struct {
 	mem     *semaphore.Weighted
 	forward *regexp.Regexp // WithHeaderForwardPattern, or nil
 	// stream runs the generate extension's requests (see generate.go):
-	// inferOnce(srv), one response per request, until the server has a
-	// streaming call with the same shape.
+	// srv.InferStream.
 	stream streamer
 }
 
@@ -259,7 +258,7 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 		panic("httpapi: " + err.Error())
 	}
 	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log, forward: c.forward,
-		stream: inferOnce(srv)}
+		stream: srv.InferStream}
 	mem := c.bodyMemory
 	if mem <= 0 {
 		mem = DefaultMaxBodyMemory
