@@ -14,7 +14,9 @@ import (
 // version, else that version; a model or version that is not ready is
 // INVALID_ARGUMENT with Triton's messages. The fields are the HTTP
 // adapter's: last_inference in milliseconds since the epoch (0: none yet),
-// response_stats and memory_usage empty.
+// response_stats keyed by response index ("0", "1", …) for decoupled models,
+// with compute_infer and compute_output zero (not measured per response),
+// memory_usage empty.
 func (s *Service) ModelStatistics(ctx context.Context, req *inferencepb.ModelStatisticsRequest) (*inferencepb.ModelStatisticsResponse, error) {
 	if err := s.allowed(ctx, wire.Statistics); err != nil {
 		return nil, err
@@ -63,6 +65,19 @@ func modelStatistics(st triton.ModelStats) *inferencepb.ModelStatistics {
 			ComputeInput:  duration(b.ComputeInput),
 			ComputeInfer:  duration(b.ComputeInfer),
 			ComputeOutput: duration(b.ComputeOutput),
+		}
+	}
+	if len(st.Responses) > 0 {
+		ms.ResponseStats = make(map[string]*inferencepb.InferResponseStatistics, len(st.Responses))
+		for _, r := range st.Responses {
+			ms.ResponseStats[strconv.Itoa(r.Index)] = &inferencepb.InferResponseStatistics{
+				ComputeInfer:  &inferencepb.StatisticDuration{},
+				ComputeOutput: &inferencepb.StatisticDuration{},
+				Success:       duration(r.Success),
+				Fail:          duration(r.Fail),
+				EmptyResponse: duration(r.EmptyResponse),
+				Cancel:        duration(r.Cancel),
+			}
 		}
 	}
 	return ms

@@ -2,6 +2,9 @@ package grpcapi_test
 
 import (
 	"context"
+	"io"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -92,5 +96,74 @@ func TestModelStatistics(t *testing.T) {
 	} {
 		_, err := f.client.ModelStatistics(ctx, &inferencepb.ModelStatisticsRequest{Name: tc.name, Version: tc.version})
 		wantStatus(t, err, tc.code, tc.msg)
+	}
+}
+
+// TestModelStatisticsResponseStats: after a decoupled model streams three
+// responses and its final flag alone, response_stats has "0", "1" and "2"
+// with one success each and "3" with one empty_response, as Triton counts
+// the flag; compute_infer and compute_output are present and zero.
+func TestModelStatisticsResponseStats(t *testing.T) {
+	files := repo()
+	files["repeat/config.pbtxt"] = `name: "repeat"` + testmodels.RepeatConfig
+	files["repeat/1/model"] = ""
+	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("repeat", &testmodels.Repeat{})}})
+	ctx := t.Context()
+
+	stream, err := f.client.ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(repeatRequest("r", false, 7, 8, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetErrorMessage() != "" {
+			t.Fatalf("error in band: %s", m.GetErrorMessage())
+		}
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("%d responses, want 3", n)
+	}
+
+	resp, err := f.client.ModelStatistics(ctx, &inferencepb.ModelStatisticsRequest{Name: "repeat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetModelStats()) != 1 {
+		t.Fatalf("statistics %v", resp)
+	}
+	rs := resp.GetModelStats()[0].GetResponseStats()
+	if len(rs) != 4 {
+		t.Fatalf("response_stats has keys %v, want 0..3", slices.Sorted(maps.Keys(rs)))
+	}
+	for key, want := range map[string][4]uint64{"0": {1, 0, 0, 0}, "1": {1, 0, 0, 0}, "2": {1, 0, 0, 0}, "3": {0, 0, 1, 0}} {
+		r := rs[key]
+		if r == nil {
+			t.Errorf("response_stats has no %q", key)
+			continue
+		}
+		got := [4]uint64{r.GetSuccess().GetCount(), r.GetFail().GetCount(), r.GetEmptyResponse().GetCount(), r.GetCancel().GetCount()}
+		if got != want {
+			t.Errorf("response_stats[%q] success, fail, empty_response, cancel counts %v, want %v", key, got, want)
+		}
+		if want[0] == 1 && r.GetSuccess().GetNs() == 0 {
+			t.Errorf("response_stats[%q] success has no duration", key)
+		}
+		if r.GetComputeInfer() == nil || r.GetComputeOutput() == nil || r.GetComputeInfer().GetCount() != 0 || r.GetComputeOutput().GetNs() != 0 {
+			t.Errorf("response_stats[%q] compute_infer %v, compute_output %v: want present and zero", key, r.GetComputeInfer(), r.GetComputeOutput())
+		}
 	}
 }

@@ -235,7 +235,28 @@ func appendStats(b []byte, stats []triton.ModelStats) []byte {
 		b = dur(b, "cache_hit", s.CacheHit)
 		b = append(b, ',')
 		b = dur(b, "cache_miss", s.CacheMiss)
-		b = append(b, `},"response_stats":{},"batch_stats":[`...)
+		b = append(b, `},"response_stats":{`...)
+		for j, r := range s.Responses {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, int64(r.Index), 10)
+			b = append(b, `":{`...)
+			b = dur(b, "compute_infer", triton.StatDuration{}) // not measured per response
+			b = append(b, ',')
+			b = dur(b, "compute_output", triton.StatDuration{})
+			b = append(b, ',')
+			b = dur(b, "success", r.Success)
+			b = append(b, ',')
+			b = dur(b, "fail", r.Fail)
+			b = append(b, ',')
+			b = dur(b, "empty_response", r.EmptyResponse)
+			b = append(b, ',')
+			b = dur(b, "cancel", r.Cancel)
+			b = append(b, '}')
+		}
+		b = append(b, `},"batch_stats":[`...)
 		for j, bs := range s.Batches {
 			if j > 0 {
 				b = append(b, ',')

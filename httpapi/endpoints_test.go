@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/testmodels"
+	"github.com/triton-go/triton/tensor"
 )
 
 func TestRouting(t *testing.T) {
@@ -379,5 +382,65 @@ model_warmup [ { name: "w" batch_size: 1 inputs { key: "INPUT0" value: { data_ty
 		if !strings.Contains(body, part) {
 			t.Errorf("config lacks %s:\n%s", part, body)
 		}
+	}
+}
+
+// TestStatsResponseStats: after a decoupled model streams three responses
+// and its final flag alone, /v2/models/repeat/stats has response_stats
+// "0", "1" and "2" with one success each and "3" with one empty_response,
+// as Triton counts the flag, each with Triton's keys in Triton's order.
+func TestStatsResponseStats(t *testing.T) {
+	files := repo()
+	files["repeat/config.pbtxt"] = `name: "repeat"` + testmodels.RepeatConfig
+	files["repeat/1/model"] = ""
+	srv := newServer(t, files, triton.WithBackend("repeat", &testmodels.Repeat{}))
+	h := httpapi.NewHandler(srv)
+
+	vals, err1 := tensor.From("IN", tensor.Shape{3}, []int32{7, 8, 9})
+	delays, err2 := tensor.From("DELAY", tensor.Shape{3}, []uint32{0, 0, 0})
+	wait, err3 := tensor.From("WAIT", tensor.Shape{1}, []uint32{0})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, err := range srv.InferStream(t.Context(), &triton.InferRequest{Model: "repeat", Inputs: []tensor.Tensor{vals, delays, wait}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("%d responses, want 3", n)
+	}
+
+	rec := serve(h, req{path: "/v2/models/repeat/stats"})
+	wantStatus(t, rec, 200)
+	type dur struct{ Count, Ns uint64 }
+	var st struct {
+		ModelStats []struct {
+			ResponseStats map[string]map[string]dur `json:"response_stats"`
+		} `json:"model_stats"`
+	}
+	decode(t, rec.Body.Bytes(), &st)
+	if len(st.ModelStats) != 1 {
+		t.Fatalf("stats %s", rec.Body.String())
+	}
+	rs := st.ModelStats[0].ResponseStats
+	if len(rs) != 4 {
+		t.Fatalf("response_stats %v, want keys 0..3", rs)
+	}
+	for key, want := range map[string][4]uint64{"0": {1, 0, 0, 0}, "1": {1, 0, 0, 0}, "2": {1, 0, 0, 0}, "3": {0, 0, 1, 0}} {
+		r := rs[key]
+		got := [4]uint64{r["success"].Count, r["fail"].Count, r["empty_response"].Count, r["cancel"].Count}
+		if got != want {
+			t.Errorf("response_stats[%q] success, fail, empty_response, cancel counts %v, want %v", key, got, want)
+		}
+		if len(r) != 6 || r["compute_infer"] != (dur{}) || r["compute_output"] != (dur{}) {
+			t.Errorf("response_stats[%q] %v: want 6 entries, compute_infer and compute_output zero", key, r)
+		}
+	}
+	if !strings.Contains(rec.Body.String(), `"response_stats":{"0":{"compute_infer":{"count":0,"ns":0},"compute_output":{"count":0,"ns":0},"success":{"count":1,"ns":`) ||
+		!strings.Contains(rec.Body.String(), `"3":{"compute_infer":{"count":0,"ns":0},"compute_output":{"count":0,"ns":0},"success":{"count":0,"ns":0},"fail":{"count":0,"ns":0},"empty_response":{"count":1,"ns":`) {
+		t.Errorf("response_stats JSON layout: %s", rec.Body.String())
 	}
 }

@@ -29,8 +29,10 @@ type LatencyConfig struct {
 	// window of the last minute (five 12 s age buckets), as tritonserver's.
 	Quantiles map[float64]float64
 	// FirstResponseHistogram turns on Triton's
-	// nv_inference_first_response_histogram_ms (histogram_latencies=true),
-	// with buckets 100, 500, 2000 and 5000 ms unless the model's config
+	// nv_inference_first_response_histogram_ms (histogram_latencies=true):
+	// the time to a request's answer, or to a decoupled model's first
+	// response ([triton.RequestStats.FirstResponse]; a decoupled request
+	// with no response is not observed), with buckets 100, 500, 2000 and 5000 ms unless the model's config
 	// sets others in model_metrics (read through [Latencies.Attach]).
 	FirstResponseHistogram bool
 	// StageHistograms turns on tritongo_request_stage_seconds, a histogram
@@ -239,9 +241,10 @@ func (l *Latencies) ObserveRequest(rs triton.RequestStats) {
 			o.Observe(d[i].Seconds())
 		}
 	}
-	if e.first != nil {
-		// A request answers once: its first response is its answer.
-		e.first.observe(rs.Request)
+	if e.first != nil && rs.FirstResponse > 0 {
+		// The request's answer, or a decoupled model's first response;
+		// 0: a decoupled request that sent no response.
+		e.first.observe(rs.FirstResponse)
 	}
 }
 

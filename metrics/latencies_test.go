@@ -2,17 +2,21 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/metrics"
+	"github.com/triton-go/triton/tensor"
 )
 
 // latencyServer serves the given repository with backend "sleep" (a
@@ -296,4 +300,53 @@ func TestLatenciesConcurrent(t *testing.T) {
 	if total != 400 || stages != 400 {
 		t.Errorf("recorded %d first responses, %d queue stages; want 400", total, stages)
 	}
+}
+
+// TestLatenciesFirstResponseDecoupled: for a decoupled model the
+// first-response histogram observes the time to the first response, not
+// the whole request, and a request that sent no response is not observed.
+func TestLatenciesFirstResponseDecoupled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := metrics.NewLatencies(metrics.LatencyConfig{FirstResponseHistogram: true, StageHistograms: true})
+		srv := newServer(t, map[string]string{
+			"repeat/config.pbtxt": testmodels.RepeatConfig,
+			"repeat/1/model":      "",
+		}, triton.WithBackend("repeat", &testmodels.Repeat{}), triton.WithObserver(l))
+		l.Attach(srv)
+		stream := func(vals []int32, delays []uint32) int {
+			in, err1 := tensor.From("IN", tensor.Shape{int64(len(vals))}, vals)
+			delay, err2 := tensor.From("DELAY", tensor.Shape{int64(len(vals))}, delays)
+			wait, err3 := tensor.From("WAIT", tensor.Shape{1}, []uint32{0})
+			if err := errors.Join(err1, err2, err3); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, err := range srv.InferStream(t.Context(), &triton.InferRequest{Model: "repeat", Inputs: []tensor.Tensor{in, delay, wait}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			return n
+		}
+		if n := stream([]int32{1, 2, 3}, []uint32{30, 10, 200}); n != 3 {
+			t.Fatalf("%d responses, want 3", n)
+		}
+		if n := stream(nil, nil); n != 0 {
+			t.Fatalf("%d responses to an empty request, want 0", n)
+		}
+
+		mfs := gather(t, l)
+		h := series(t, mfs, "nv_inference_first_response_histogram_ms", "model=repeat", "version=1").GetHistogram()
+		if h.GetSampleCount() != 1 || h.GetSampleSum() != 30 {
+			t.Errorf("first response count %d, sum %v ms; want 1, 30 (the first response, not the 240 ms request; none for the empty request)", h.GetSampleCount(), h.GetSampleSum())
+		}
+		if c := h.GetBucket()[0].GetCumulativeCount(); c != 1 {
+			t.Errorf("%d first responses under 100 ms, want 1", c)
+		}
+		req := series(t, mfs, "tritongo_request_stage_seconds", "model=repeat", "stage=request").GetHistogram()
+		if req.GetSampleCount() != 2 || req.GetSampleSum() != 0.24 {
+			t.Errorf("request stage count %d, sum %v s; want 2, 0.24", req.GetSampleCount(), req.GetSampleSum())
+		}
+	})
 }
