@@ -259,7 +259,7 @@ func NewHandler(srv *triton.Server, opts ...Option) http.Handler {
 		panic("httpapi: " + err.Error())
 	}
 	h := &handler{srv: srv, maxSize: c.maxSize, minCompress: c.minCompress, level: c.level, shm: c.shm, log: c.log, forward: c.forward,
-		stream: inferOnce(srv)}
+		stream: srv.InferStream}
 	mem := c.bodyMemory
 	if mem <= 0 {
 		mem = DefaultMaxBodyMemory
