@@ -12,7 +12,7 @@
 // for now, ...) is logged once at start with the reason.
 //
 // It serves ONNX models with ONNX Runtime and, for the example repository,
-// a Go backend compiled in ("reverse"). SIGTERM and SIGINT shut it down
+// Go backends compiled in ("reverse"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
 // gracefully: not ready at once, in-flight requests finish within
 // --exit-timeout-secs.
 package main
@@ -239,6 +239,8 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithStrictReadiness(cfg.strictReadiness),
 		triton.WithExitOnError(cfg.exitOnError),
 		triton.WithBackend("reverse", reverse),
+		triton.WithBackend("repeat", repeat{}),
+		triton.WithBackend("tokens", tokens{}),
 	}
 	opts = append(opts, triton.WithModelLoadThreads(cfg.modelLoadThreads), triton.WithModelLoadRetries(cfg.modelLoadRetries))
 	if cfg.id != "" {
