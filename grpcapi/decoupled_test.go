@@ -97,3 +97,37 @@ func TestStreamDecoupled(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamDecoupledFailure: a decoupled request that fails is answered
+// once, in band, by its error flagged final, even when the request asks
+// for the empty final response.
+func TestStreamDecoupledFailure(t *testing.T) {
+	files := repo()
+	files["repeat/config.pbtxt"] = `name: "repeat"` + testmodels.RepeatConfig
+	files["repeat/1/model"] = ""
+	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("repeat", &testmodels.Repeat{})}})
+	req := repeatRequest("bad", true, 1, 2)
+	req.Inputs[1].Shape = []int64{1} // DELAY shorter than IN: the model's error
+	req.RawInputContents[1] = req.RawInputContents[1][:4]
+	stream, err := f.client.ModelStreamInfer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*inferencepb.ModelStreamInferResponse
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 1 || msgs[0].GetErrorMessage() == "" || !msgs[0].GetInferResponse().GetParameters()["triton_final_response"].GetBoolParam() {
+		t.Fatalf("answers %v; want one error flagged final", msgs)
+	}
+}

@@ -150,7 +150,8 @@ func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest)
 // yield, built as infer builds one, with whether it is the request's last
 // (triton_final_response); a model that is not decoupled answers once.
 // An error that ends the request comes as (nil, true, err); a decoupled
-// model's error response that does not end it as (nil, false, err). A
+// model's error response that does not end it as (nil, false, err), when
+// the next response comes. A
 // decoupled model's final flag without outputs comes as a response with
 // no outputs, for the caller to send or not
 // (triton_enable_empty_final_response). yield returning false stops the
@@ -172,20 +173,36 @@ func (s *Service) inferEach(ctx context.Context, req *inferencepb.ModelInferRequ
 		yield(out, true, err)
 		return
 	}
+	// An error is held until the next item shows whether it was the last:
+	// one that ends the request is its final response (errors are rare, so
+	// holding them delays nothing that matters).
+	var held error
 	last := false // the last response yielded was final
 	for resp, err := range s.srv.InferStream(ctx, &c.req) {
+		if held != nil {
+			if !yield(nil, false, held) {
+				return
+			}
+			held = nil
+		}
 		var out *inferencepb.ModelInferResponse
 		if err == nil {
 			out, err = s.response(c, resp)
 		}
-		last = resp != nil && resp.Final
-		if !yield(out, last, err) {
+		if err != nil {
+			held = err
+			continue
+		}
+		last = resp.Final
+		if !yield(out, last, nil) {
 			return
 		}
 	}
-	if !last {
-		// The final flag came alone (or the stream ended on an error,
-		// which was final).
+	switch {
+	case held != nil:
+		yield(nil, true, held)
+	case !last:
+		// The final flag came alone.
 		yield(&inferencepb.ModelInferResponse{ModelName: req.GetModelName(), ModelVersion: strconv.FormatInt(c.req.Version, 10), Id: req.GetId()}, true, nil)
 	}
 }

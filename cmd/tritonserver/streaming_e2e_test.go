@@ -174,10 +174,9 @@ func TestRepeatInt32Cancel(t *testing.T) {
 
 // TestTokensGenerateStream posts the README's generate_stream request to
 // the example tokens model: one server-sent event per word of the prompt,
-// in order, each after the config's delay_ms (100).
+// in order (each after the config's delay_ms; no timing is asserted).
 func TestTokensGenerateStream(t *testing.T) {
 	s := startStreamingModels(t)
-	start := time.Now()
 	resp, err := http.Post(s.http+"/v2/models/tokens/generate_stream", "application/json", strings.NewReader(`{"text_input":"a b c"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +209,5 @@ func TestTokensGenerateStream(t *testing.T) {
 	}
 	if strings.Join(words, "|") != "a|b|c" {
 		t.Fatalf("events carry %q, want one per word: a, b, c", words)
-	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Fatalf("3 words in %v, want 100 ms before each", d)
 	}
 }
