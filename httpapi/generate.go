@@ -188,16 +188,11 @@ func (h *handler) mapGenerateMember(c *generateCall, key string, v jval, within 
 // endpoint does: a string, an integer that fits an int64, or a bool.
 // Unlike the infer endpoint's "parameters", other numbers are refused.
 func generateParameter(v jval) (any, bool) {
-	if s, ok := v.str(); ok {
-		return string(s), true
+	p, ok := parameterValue(v)
+	if _, float := p.(float64); float {
+		return nil, false
 	}
-	if n, ok := v.int(); ok {
-		return n, true
-	}
-	if b, ok := v.boolean(); ok {
-		return b, true
-	}
-	return nil, false
+	return p, ok
 }
 
 // generateInput makes the input md from a member's value: a scalar is one
