@@ -699,3 +699,90 @@ func TestInferStreamFuncOnDecoupled(t *testing.T) {
 		t.Errorf("Infer: OUTPUT0 %v final %v, want [5], not final", got, resp.Final)
 	}
 }
+
+// streamEnsembleConfig is a decoupled ensemble: repeat(IN, DELAY, WAIT) →
+// OUT (decoupled), then neg(OUT) → NEG once per response of repeat.
+const streamEnsembleConfig = `
+platform: "ensemble"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [
+  { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] },
+  { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }
+]
+output [ { name: "NEG" data_type: TYPE_INT32 dims: [ 1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "repeat" model_version: -1
+    input_map { key: "IN" value: "IN" } input_map { key: "DELAY" value: "DELAY" } input_map { key: "WAIT" value: "WAIT" }
+    output_map { key: "OUT" value: "OUT" } },
+  { model_name: "neg" model_version: -1
+    input_map { key: "X" value: "OUT" } output_map { key: "Y" value: "NEG" } }
+] }
+`
+
+// TestInferStreamEnsemble: each response of a decoupled step flows on
+// through the step after it, and the decoupled ensemble answers once per
+// response, in order; a step beside the decoupled one, or an ensemble that
+// is not decoupled, fails to load.
+func TestInferStreamEnsemble(t *testing.T) {
+	neg := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		x, err := b.Input("X")
+		if err != nil {
+			return err
+		}
+		v, err := tensor.View[int32](x)
+		if err != nil {
+			return err
+		}
+		y, err := tensor.From("Y", x.Shape, []int32{-v[0]})
+		if err != nil {
+			return err
+		}
+		return b.SetOutput(y)
+	})
+	const negConfig = `backend: "neg" max_batch_size: 0
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]`
+	srv := newServer(t, map[string]string{
+		"repeat/config.pbtxt": testmodels.RepeatConfig, "repeat/1/m": "",
+		"neg/config.pbtxt": negConfig, "neg/1/m": "",
+		"pipe/config.pbtxt": streamEnsembleConfig, "pipe/1/.keep": "",
+	}, triton.WithBackend("repeat", &testmodels.Repeat{}), triton.WithBackend("neg", neg))
+	req := repeatRequest(t, "e", false, 0, []int32{3, 4, 5}, []uint32{0, 0, 0})
+	req.Model = "pipe"
+	var got []int32
+	for resp, err := range srv.InferStream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, outputInt32(t, resp, "NEG")...)
+	}
+	if !slices.Equal(got, []int32{-3, -4, -5}) {
+		t.Errorf("NEG per response %v, want [-3 -4 -5]", got)
+	}
+
+	beside := strings.Replace(strings.Replace(streamEnsembleConfig,
+		`output [ { name: "NEG" data_type: TYPE_INT32 dims: [ 1 ] } ]`,
+		`output [ { name: "NEG" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "NEG2" data_type: TYPE_INT32 dims: [ 1 ] } ]`, 1),
+		`output_map { key: "Y" value: "NEG" } }`,
+		`output_map { key: "Y" value: "NEG" } },
+  { model_name: "neg" model_version: -1
+    input_map { key: "X" value: "XI" } output_map { key: "Y" value: "NEG2" } }`, 1)
+	beside = strings.Replace(beside, `{ name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }`,
+		`{ name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }, { name: "XI" data_type: TYPE_INT32 dims: [ 1 ] }`, 1)
+	for name, cfg := range map[string]string{
+		"not decoupled": strings.Replace(streamEnsembleConfig, "model_transaction_policy { decoupled: true }\n", "", 1),
+		"beside":        beside,
+	} {
+		_, err := triton.New(triton.WithRepository(testmodels.MapFS(map[string]string{
+			"repeat/config.pbtxt": testmodels.RepeatConfig, "repeat/1/m": "",
+			"neg/config.pbtxt": negConfig, "neg/1/m": "",
+			"pipe/config.pbtxt": cfg, "pipe/1/.keep": "",
+		})), triton.WithBackend("repeat", &testmodels.Repeat{}), triton.WithBackend("neg", neg))
+		want := map[string]string{"not decoupled": "the ensemble must be decoupled too", "beside": "runs beside decoupled step 0"}[name]
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: New = %v; want an error containing %q", name, err, want)
+		}
+	}
+}

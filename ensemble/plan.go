@@ -41,6 +41,9 @@ type step struct {
 	outputs []string  // the composing outputs the step maps
 	// stateful: the composing model has a sequence batcher.
 	stateful bool
+	// decoupled: the composing model may answer any number of times; the
+	// steps after it run once per response (see checkDecoupled).
+	decoupled bool
 	// What the step forwards of the ensemble request: priority levels up
 	// to maxPriority (0: the composing model ignores priorities), and a
 	// timeout only when the composing model's queue policy takes one.
@@ -127,14 +130,15 @@ func Compile(cfg *modelconfig.ModelConfig, lookup ConfigLookup) (*Plan, error) {
 	for i, s := range es.GetStep() {
 		mc := configs[i]
 		model := s.GetModelName()
-		if mc.GetModelTransactionPolicy().GetDecoupled() {
-			return nil, fmt.Errorf("in ensemble %s, step %d uses decoupled model %s, which ensembles do not support yet", name, i, model)
+		decoupled := mc.GetModelTransactionPolicy().GetDecoupled()
+		if decoupled && !cfg.GetModelTransactionPolicy().GetDecoupled() {
+			return nil, fmt.Errorf("in ensemble %s, step %d uses decoupled model %s: the ensemble must be decoupled too (model_transaction_policy { decoupled: true }), as it answers once per response of the step", name, i, model)
 		}
 		if mbs := mc.GetMaxBatchSize(); mbs != 0 && mbs < cfg.GetMaxBatchSize() {
 			return nil, fmt.Errorf("ensemble %s allows maximum batch size %d, but it contains model %s which only allows maximum batch size to be %d",
 				name, cfg.GetMaxBatchSize(), model, mbs)
 		}
-		st := step{index: i, model: model, version: version(s.GetModelVersion()), stateful: mc.GetSequenceBatching() != nil}
+		st := step{index: i, model: model, version: version(s.GetModelVersion()), stateful: mc.GetSequenceBatching() != nil, decoupled: decoupled}
 		st.maxPriority, st.batching, st.timeoutAllowed = forwarding(mc)
 		reads, err := p.mapInputs(st.index, s, mc, nodes, id)
 		if err != nil {
@@ -169,8 +173,48 @@ func Compile(cfg *modelconfig.ModelConfig, lookup ConfigLookup) (*Plan, error) {
 			return nil, fmt.Errorf("ensemble output '%s' of '%s' is not produced by any step", p.tensors[o], name)
 		}
 	}
+	if err := p.checkDecoupled(); err != nil {
+		return nil, err
+	}
 	p.all = p.needed(p.outputs)
 	return p, nil
+}
+
+// checkDecoupled requires every decoupled step to be a cut of the graph:
+// every other step comes before it (it reads, through some chain, what
+// they write) or after it. The steps after it then run once per response
+// of it, and no step runs more than once per response; a step beside it
+// (neither before nor after) would have to run once for all responses or
+// once for each, and this server does neither.
+func (p *Plan) checkDecoupled() error {
+	reach := func(from int, edges func(int) []int) []bool {
+		seen := make([]bool, len(p.steps))
+		stack := []int{from}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, j := range edges(i) {
+				if !seen[j] {
+					seen[j] = true
+					stack = append(stack, j)
+				}
+			}
+		}
+		return seen
+	}
+	for d, st := range p.steps {
+		if !st.decoupled {
+			continue
+		}
+		before := reach(d, func(i int) []int { return p.steps[i].deps })
+		after := reach(d, func(i int) []int { return p.steps[i].next })
+		for i := range p.steps {
+			if i != d && !before[i] && !after[i] {
+				return fmt.Errorf("in ensemble %s, step %d (model %s) runs beside decoupled step %d (model %s), neither before nor after it: this server runs the steps after a decoupled step once per response, and needs every other step before it", p.name, i, p.steps[i].model, d, st.model)
+			}
+		}
+	}
+	return nil
 }
 
 // mapInputs checks a step's input_map against the composing model's inputs.

@@ -47,6 +47,19 @@ import (
 // stays within each step's max_batch_size; a count that can exceed it is
 // the job of a Go model that calls the step in chunks (BLS).
 //
+// # Decoupled steps
+//
+// A step may use a decoupled model when the ensemble is decoupled too
+// (model_transaction_policy { decoupled: true }): each response of that
+// step flows on through the steps after it, on a copy of the request's
+// tensors, and every time those finish the ensemble answers once with its
+// outputs; the final flag follows the last. Every other step must come
+// before the decoupled step or after it (a tokenizer, a streaming model, a
+// detokenizer): a step beside it would run either once for all of its
+// responses or once for each, so such an ensemble fails to load. A
+// response's steps finish before the next response is taken, so the
+// ensemble's responses keep the decoupled step's order.
+//
 // # Backpressure
 //
 // ensemble_scheduling.max_inflight_requests (when non-zero) limits how
@@ -106,10 +119,15 @@ func (m *model) NewInstance(context.Context, backend.InstanceSpec) (backend.Inst
 
 func (m *model) Close() error { return nil }
 
-// Execute runs every request of the batch through the steps.
+// Execute runs every request of the batch through the steps. A decoupled
+// ensemble sends each answer as it is complete and then the final flag.
 func (m *model) Execute(ctx context.Context, b *backend.Batch) error {
 	for _, r := range b.Requests {
-		if err := m.run(ctx, r); err != nil {
+		err := m.run(ctx, r)
+		if s := r.Sender(); s != nil && err == nil {
+			err = s.Send(ctx, backend.Response{Final: true})
+		}
+		if err != nil {
 			r.Fail(err)
 		}
 	}
@@ -147,61 +165,95 @@ func (m *model) run(ctx context.Context, r *backend.Request) error {
 		}
 		n = p.needed(want)
 	}
-	vals := make([]tensor.Tensor, len(p.tensors))
-	have := make([]bool, len(p.tensors))
+	e := &execution{m: m, r: r, n: n,
+		vals:    make([]tensor.Tensor, len(p.tensors)),
+		have:    make([]bool, len(p.tensors)),
+		waiting: make([]int, len(p.steps)),
+	}
 	for _, id := range p.inputs {
 		if t, ok := r.Input(p.tensors[id]); ok {
-			vals[id], have[id] = t, true
+			e.vals[id], e.have[id] = t, true
 		}
 	}
-
-	waiting := make([]int, len(p.steps)) // unfinished producers per step
-	var ready []int
 	for i, st := range p.steps {
 		if !n.steps[i] {
 			continue
 		}
-		waiting[i] = len(st.deps)
-		if waiting[i] == 0 {
-			ready = append(ready, i)
+		e.waiting[i] = len(st.deps)
+		if e.waiting[i] == 0 {
+			e.ready = append(e.ready, i)
 		}
 	}
+	return e.drive(ctx)
+}
 
+// execution is the state of one request's run, owned by its coordinator.
+type execution struct {
+	m       *model
+	r       *backend.Request
+	n       need
+	vals    []tensor.Tensor // ensemble tensors by id
+	have    []bool
+	waiting []int // unfinished producers per step
+	ready   []int
+	failed  error
+}
+
+// fork copies the state, for the steps after a decoupled step to run once
+// per response of it.
+func (e *execution) fork() *execution {
+	f := *e
+	f.vals, f.have, f.waiting, f.ready = slices.Clone(e.vals), slices.Clone(e.have), slices.Clone(e.waiting), slices.Clone(e.ready)
+	return &f
+}
+
+// finish records a finished step and makes ready the steps it unblocks;
+// the first failure is kept and cancels the others (cancel).
+func (e *execution) finish(o outcome, cancel context.CancelFunc) {
+	if e.failed != nil {
+		return
+	}
+	p := e.m.plan
+	if o.err == nil {
+		o.err = e.m.keep(o, e.n, e.vals, e.have)
+	}
+	if o.err != nil {
+		st := &p.steps[o.step]
+		e.failed = fmt.Errorf("in ensemble '%s', step %d (model '%s'): %w", p.name, o.step, st.model, o.err)
+		cancel()
+		return
+	}
+	for _, j := range p.steps[o.step].next {
+		if e.n.steps[j] {
+			if e.waiting[j]--; e.waiting[j] == 0 {
+				e.ready = append(e.ready, j)
+			}
+		}
+	}
+}
+
+// drive runs the ready steps and those they unblock until none is left,
+// then answers with the outputs. A decoupled step is run by stream.
+func (e *execution) drive(ctx context.Context) error {
+	p := e.m.plan
 	var (
 		// Made when a step first runs on its own goroutine: a chain runs
 		// on this goroutine and needs neither.
 		results chan outcome
 		cancel  context.CancelFunc = func() {}
 		running int
-		failed  error
 	)
-	finish := func(o outcome) {
-		if failed != nil {
-			return
-		}
-		if o.err == nil {
-			o.err = m.keep(o, n, vals, have)
-		}
-		if o.err != nil {
-			st := &p.steps[o.step]
-			failed = fmt.Errorf("in ensemble '%s', step %d (model '%s'): %w", p.name, o.step, st.model, o.err)
-			cancel()
-			return
-		}
-		for _, j := range p.steps[o.step].next {
-			if n.steps[j] {
-				if waiting[j]--; waiting[j] == 0 {
-					ready = append(ready, j)
-				}
-			}
-		}
-	}
 	for {
-		if failed == nil && len(ready) > 0 {
-			if len(ready) == 1 && running == 0 {
-				i := ready[0]
-				ready = ready[:0]
-				finish(m.call(ctx, i, m.request(r, i, n, vals, have)))
+		if e.failed == nil && len(e.ready) > 0 {
+			if len(e.ready) == 1 && running == 0 {
+				i := e.ready[0]
+				e.ready = e.ready[:0]
+				if p.steps[i].decoupled {
+					// Alone by the plan's rule (checkDecoupled): every
+					// other step has run or comes after it.
+					return e.stream(ctx, i)
+				}
+				e.finish(e.m.call(ctx, i, e.m.request(e.r, i, e.n, e.vals, e.have)), cancel)
 				continue
 			}
 			if results == nil {
@@ -211,27 +263,66 @@ func (m *model) run(ctx context.Context, r *backend.Request) error {
 				defer stop() // once: results is made once
 				cancel = stop
 			}
-			for _, i := range ready {
-				req := m.request(r, i, n, vals, have)
+			for _, i := range e.ready {
+				req := e.m.request(e.r, i, e.n, e.vals, e.have)
 				running++
-				go func() { results <- m.call(ctx, i, req) }()
+				go func() { results <- e.m.call(ctx, i, req) }()
 			}
-			ready = ready[:0]
+			e.ready = e.ready[:0]
 		}
 		if running == 0 {
 			break
 		}
 		o := <-results
 		running--
-		finish(o)
+		e.finish(o, cancel)
 	}
-	if failed != nil {
-		return failed
+	if e.failed != nil {
+		return e.failed
 	}
-	for _, id := range p.outputs {
-		if name := p.tensors[id]; r.Wants(name) && have[id] {
-			r.SetOutput(vals[id])
+	return e.answer(ctx)
+}
+
+// stream runs decoupled step i and, for each of its responses, the steps
+// after it on a fork of the state, each fork answering on its own. The
+// step's inflight slot is held for the whole stream.
+func (e *execution) stream(ctx context.Context, i int) error {
+	p := e.m.plan
+	if e.m.inflight != nil {
+		if err := e.m.inflight[i].Acquire(ctx, 1); err != nil {
+			return fmt.Errorf("in ensemble '%s', step %d (model '%s'): waiting for an inflight slot (max_inflight_requests): %w", p.name, i, p.steps[i].model, err)
 		}
+		defer e.m.inflight[i].Release(1)
+	}
+	for resp, err := range e.m.caller.InferStream(ctx, e.m.request(e.r, i, e.n, e.vals, e.have)) {
+		f := e.fork()
+		f.finish(outcome{step: i, resp: resp, err: err}, func() {})
+		if f.failed != nil {
+			return f.failed
+		}
+		if err := f.drive(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answer hands the request its outputs: as a response of its own for a
+// decoupled ensemble, as the request's outputs otherwise.
+func (e *execution) answer(ctx context.Context) error {
+	p := e.m.plan
+	var outs []tensor.Tensor
+	for _, id := range p.outputs {
+		if name := p.tensors[id]; e.r.Wants(name) && e.have[id] {
+			if e.r.Sender() == nil {
+				e.r.SetOutput(e.vals[id])
+			} else {
+				outs = append(outs, e.vals[id])
+			}
+		}
+	}
+	if s := e.r.Sender(); s != nil {
+		return s.Send(ctx, backend.Response{Outputs: outs})
 	}
 	return nil
 }
