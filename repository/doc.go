@@ -39,7 +39,9 @@
 //     groups, preferred batch sizes, backend/platform pairing, ...).
 //  4. [Validate] reports every broken rule as a *ConfigError naming the
 //     field, and the numbers above this package's bounds
-//     ([MaxInstances], [MaxPriorityLevels]; Triton has none).
+//     ([MaxInstances], [MaxPriorityLevels]; Triton has none), and
+//     implicit sequence state on a decoupled model, which this server does
+//     not carry from one request to the next.
 //  5. [SelectVersions] picks the versions the version policy serves.
 //
 // The platform table ([BackendForPlatform], [DefaultModelFilename]) lives

@@ -509,6 +509,12 @@ func (v *validator) checkControl(field string, kind modelconfig.ModelSequenceBat
 }
 
 func (v *validator) checkStates(states []*modelconfig.ModelSequenceBatching_State) {
+	if len(states) > 0 && v.cfg.GetModelTransactionPolicy().GetDecoupled() {
+		// Ours: the state of a decoupled request is not carried to the
+		// next request of its sequence, so such a model is refused rather
+		// than run without its state.
+		v.add("sequence_batching.state", "implicit state is not supported for model %s with 'decoupled' transaction policy on this server", v.model)
+	}
 	inNames, outNames := map[string]bool{}, map[string]bool{}
 	for j, st := range states {
 		f := fmt.Sprintf("sequence_batching.state[%d]", j)

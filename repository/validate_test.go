@@ -94,6 +94,8 @@ func TestValidate(t *testing.T) {
 			want: []want{{"output[0].reshape", "model output 'y' has different size for dims and reshape"}}},
 		{name: "reshape bad dim", cfg: `name: "m" backend: "b" input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 0, 4 ] } }`,
 			want: []want{{"input[0].reshape.shape", "dimension must be integer >= 1"}}},
+		{name: "state on a decoupled model", cfg: `name: "m" backend: "b" max_batch_size: 1 model_transaction_policy { decoupled: true } sequence_batching { state { input_name: "I" output_name: "O" data_type: TYPE_FP32 dims: [ 1 ] } }`,
+			want: []want{{"sequence_batching.state", "implicit state is not supported for model m with 'decoupled' transaction policy on this server"}}},
 		{name: "empty reshape with batching", cfg: `name: "m" backend: "b" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } }`},
 		{name: "dynamic batching without batching", cfg: `name: "m" backend: "b" dynamic_batching {}`,
 			want: []want{{"dynamic_batching", "dynamic batching needs max_batch_size > 0"}}},
