@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/testenv"
 )
 
@@ -117,6 +121,42 @@ func startCommand(t *testing.T, args ...string) *binaryServer {
 		<-s.exited
 	})
 	return s
+}
+
+// terminate sends SIGTERM and fails the test unless the binary exits
+// cleanly within limit.
+func (s *binaryServer) terminate(limit time.Duration) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			s.t.Fatalf("exit after SIGTERM: %v", err)
+		}
+		s.exited <- nil // for the cleanup
+	case <-time.After(limit):
+		s.t.Fatalf("no exit within %v of SIGTERM", limit)
+	}
+}
+
+// streamClient opens a ModelStreamInfer stream to the binary, closed
+// with the test (30 s at most).
+func (s *binaryServer) streamClient() inferencepb.GRPCInferenceService_ModelStreamInferClient {
+	s.t.Helper()
+	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s.t.Cleanup(cancel)
+	stream, err := inferencepb.NewGRPCInferenceServiceClient(conn).ModelStreamInfer(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return stream
 }
 
 func (s *binaryServer) do(method, path, contentType string, body []byte, header map[string]string) (int, http.Header, []byte) {
@@ -264,18 +304,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// SIGTERM: a graceful exit.
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-		s.exited <- nil // for the cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit within 30 s of SIGTERM")
-	}
+	s.terminate(30 * time.Second)
 }
 
 // TestModelConfigNameFlag: --model-config-name makes the binary read

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,17 +32,7 @@ func startStreamingModels(t *testing.T) *binaryServer {
 // the stream goes on.
 func TestRepeatInt32Stream(t *testing.T) {
 	s := startStreamingModels(t)
-	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := inferencepb.NewGRPCInferenceServiceClient(conn).ModelStreamInfer(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := s.streamClient()
 
 	u32 := func(vs ...uint32) []byte {
 		b := make([]byte, 0, 4*len(vs))
@@ -131,13 +120,13 @@ func TestRepeatInt32Stream(t *testing.T) {
 func TestRepeatInt32Cancel(t *testing.T) {
 	s := startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit",
 		"--load-model=repeat_int32", "--exit-timeout-secs=20")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	stream, err := inferencepb.NewGRPCInferenceServiceClient(conn).ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -158,18 +147,7 @@ func TestRepeatInt32Cancel(t *testing.T) {
 		t.Fatalf("first response: %v, %v", sr, err)
 	}
 	cancel() // the client goes away while the second waits its delay
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-		s.exited <- nil // for the cleanup
-	case <-time.After(60 * time.Second):
-		t.Fatal("no exit within 60 s of SIGTERM")
-	}
+	s.terminate(60 * time.Second)
 }
 
 // TestTokensGenerateStream posts the README's generate_stream request to
