@@ -43,6 +43,7 @@ import (
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/repeat"
 	"github.com/triton-go/triton/metrics"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/settings"
@@ -239,7 +240,7 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithStrictReadiness(cfg.strictReadiness),
 		triton.WithExitOnError(cfg.exitOnError),
 		triton.WithBackend("reverse", reverse),
-		triton.WithBackend("repeat", repeat{}),
+		triton.WithBackend("repeat", &repeat.Backend{}),
 		triton.WithBackend("tokens", tokens{}),
 	}
 	opts = append(opts, triton.WithModelLoadThreads(cfg.modelLoadThreads), triton.WithModelLoadRetries(cfg.modelLoadRetries))
