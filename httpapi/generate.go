@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -62,17 +61,8 @@ type generateCall struct {
 // client when it is written, not when a compressor's block fills, and
 // Triton compresses neither endpoint.
 func (h *handler) handleGenerate(w http.ResponseWriter, r *http.Request, model, verStr string, stream bool) {
-	if !h.guard(w, r, wire.Inference, http.MethodPost) {
-		return
-	}
-	ver, err := parseVersion(model, verStr)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	sum, err := h.srv.ModelSummary(model, ver)
-	if err != nil {
-		h.writeError(w, err)
+	sum, ok := h.inferenceTarget(w, r, model, verStr)
+	if !ok {
 		return
 	}
 	md, err := h.srv.ModelMetadata(model, sum.Version)

@@ -70,17 +70,8 @@ func (c *inferCall) output(name string) requestedOutput {
 // built as a tree. The request's context is the inference's: a client that
 // disconnects cancels it.
 func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, verStr string) {
-	if !h.guard(w, r, wire.Inference, http.MethodPost) {
-		return
-	}
-	ver, err := parseVersion(model, verStr)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	sum, err := h.srv.ModelSummary(model, ver)
-	if err != nil {
-		h.writeError(w, err)
+	sum, ok := h.inferenceTarget(w, r, model, verStr)
+	if !ok {
 		return
 	}
 	if sum.Decoupled {
@@ -685,4 +676,23 @@ func shmParams(pm []member) (region string, offset, size uint64, err error) {
 		}
 	}
 	return string(s), offset, size, nil
+}
+
+// inferenceTarget checks an inference endpoint's method and restriction
+// and finds the model version it names; on failure it has answered.
+func (h *handler) inferenceTarget(w http.ResponseWriter, r *http.Request, model, verStr string) (triton.ModelSummary, bool) {
+	if !h.guard(w, r, wire.Inference, http.MethodPost) {
+		return triton.ModelSummary{}, false
+	}
+	ver, err := parseVersion(model, verStr)
+	if err != nil {
+		h.writeError(w, err)
+		return triton.ModelSummary{}, false
+	}
+	sum, err := h.srv.ModelSummary(model, ver)
+	if err != nil {
+		h.writeError(w, err)
+		return triton.ModelSummary{}, false
+	}
+	return sum, true
 }
