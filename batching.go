@@ -94,6 +94,9 @@ func (v *version) startBatcher() error {
 	}
 	if v.cfg.GetDynamicBatching().GetPreserveOrdering() {
 		v.order = batcher.NewOrder(func(c *call) { c.wake <- struct{}{} })
+		if v.decoupled {
+			v.turns = new(turns)
+		}
 	}
 	env := batcher.Env[*call, *slot]{
 		Size:       func(c *call) int64 { return c.req.BatchSize },

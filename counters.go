@@ -65,10 +65,15 @@ const (
 	responseKinds
 )
 
-// responseStat counts the responses of one index.
+// responseStat counts the responses of one index: each kind's count and
+// duration, and, for responses with outputs or an error, their split into
+// compute_infer (the model's work, up to Send) and compute_output (from
+// Send until the response was ready for the client).
 type responseStat struct {
-	count [responseKinds]atomic.Uint64
-	ns    [responseKinds]durationCounter
+	count         [responseKinds]atomic.Uint64
+	ns            [responseKinds]durationCounter
+	infer, output durationCounter
+	computed      atomic.Uint64 // responses split into infer and output
 }
 
 // responseCounter follows one stream's responses.
@@ -81,7 +86,10 @@ type responseCounter struct {
 // response records the next response of a stream: its index's count, and
 // the time since the previous response (or, for the first, since the
 // request arrived, which is also the request's first-response latency).
-func (c *counters) response(rs *responseCounter, kind responseKind, t *timing) {
+// sent is when the backend sent it (0 for a response the server made): it
+// splits the time of a success or failure into compute_infer and
+// compute_output as Triton's response_stats do.
+func (c *counters) response(rs *responseCounter, kind responseKind, t *timing, sent time.Duration) {
 	at := now()
 	if rs.n == 0 {
 		rs.last = t.start
@@ -90,6 +98,12 @@ func (c *counters) response(rs *responseCounter, kind responseKind, t *timing) {
 	s := c.responseStat(rs.n)
 	s.count[kind].Add(1)
 	s.ns[kind].add(at - rs.last)
+	if sent != 0 && (kind == responseSuccess || kind == responseFail) {
+		sent = min(max(sent, rs.last), at) // clocks read on two goroutines
+		s.computed.Add(1)
+		s.infer.add(sent - rs.last)
+		s.output.add(at - sent)
+	}
 	rs.last = at
 	rs.n++
 }

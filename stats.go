@@ -86,10 +86,14 @@ type ModelStats struct {
 // outputs, Fail error responses, EmptyResponse final flags without outputs,
 // Cancel requests cancelled when this would have been their next response.
 // Each duration is the time since the stream's previous response (since
-// the request arrived, for index 0).
+// the request arrived, for index 0). ComputeInfer and ComputeOutput split
+// that time of the Success and Fail responses at the moment the backend
+// sent each: the model's work on it, then the server's (checking the
+// outputs, waiting for the consumer to take it).
 type ResponseStats struct {
 	Index                                int
 	Success, Fail, EmptyResponse, Cancel StatDuration
+	ComputeInfer, ComputeOutput          StatDuration
 }
 
 // Observer receives one record per finished request, for distributions
@@ -205,6 +209,8 @@ func (v *version) snapshot() ModelStats {
 			for k, d := range []*StatDuration{&rs.Success, &rs.Fail, &rs.EmptyResponse, &rs.Cancel} {
 				*d = dur(r.count[k].Load(), &r.ns[k])
 			}
+			n := r.computed.Load()
+			rs.ComputeInfer, rs.ComputeOutput = dur(n, &r.infer), dur(n, &r.output)
 			st.Responses = append(st.Responses, rs)
 		}
 	}

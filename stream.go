@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
@@ -170,10 +171,13 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 	var (
 		final error // how the stream ended: nil after a final response
 		rs    responseCounter
+		held  []backend.Response // taken while waiting for the turn (preserve_ordering)
 	)
+	order := v.turns.take()
 	c := v.stats
 	defer func() {
-		st.End(final) // no-op once ended; otherwise the consumer stopped reading
+		v.turns.end(order) // the next stream's turn, once the earlier ones have ended
+		st.End(final)      // no-op once ended; otherwise the consumer stopped reading
 		stopCancel()
 		if final != nil {
 			// Cancelled, failed or stopped: Execute, if it still runs, need
@@ -186,13 +190,27 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 		stopVersion()
 		if scheduleErr == nil {
 			if rs.cancelled {
-				c.response(&rs, responseCancel, &t)
+				c.response(&rs, responseCancel, &t, 0)
 			}
 			v.finish(&t, batch, final, 0)
 		}
 	}()
+	if order != nil {
+		var turn bool
+		if held, turn = awaitTurn(ctx, st, order.now); !turn {
+			final = v.cancelled(req, ctx)
+			rs.cancelled = true
+			yield(nil, final)
+			return
+		}
+	}
 	for {
-		r := st.Recv(context.Background()) // ctx reaches it through End (AfterFunc above)
+		var r backend.Response
+		if len(held) > 0 {
+			r, held = held[0], held[1:]
+		} else {
+			r = st.Recv(context.Background()) // ctx reaches it through End (AfterFunc above)
+		}
 		if ctx.Err() != nil {
 			// Buffered responses are not what a consumer that gave up wants.
 			final = v.cancelled(req, ctx)
@@ -202,14 +220,14 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 		}
 		resp, err := v.streamResponse(req, batch, r)
 		if r.Final && err == nil && len(resp.Outputs) == 0 {
-			c.response(&rs, responseEmpty, &t)
+			c.response(&rs, responseEmpty, &t, 0)
 			return
 		}
+		kind := responseSuccess
 		if err != nil {
-			c.response(&rs, responseFail, &t)
-		} else {
-			c.response(&rs, responseSuccess, &t)
+			kind = responseFail
 		}
+		c.response(&rs, kind, &t, sinceEpoch(r.SentAt()))
 		if r.Final {
 			final = err
 		}
@@ -222,6 +240,96 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 		}
 		if r.Final {
 			return
+		}
+	}
+}
+
+// turns put the streams of a decoupled model with preserve_ordering in
+// their requests' arrival order, as Triton does: a stream's responses wait
+// until every stream before it has ended. A nil *turns orders nothing.
+type turns struct {
+	mu sync.Mutex
+	// mu protects the following: the streams that have not ended, and
+	// those that have behind one that has not, oldest first.
+	head, tail *turn
+}
+
+// A turn is one stream's place in the order.
+type turn struct {
+	now   chan struct{} // closed when every stream before it has ended
+	ended bool
+	next  *turn
+}
+
+// take returns the caller's turn, which it must end when its stream does
+// (nil when t orders nothing).
+func (t *turns) take() *turn {
+	if t == nil {
+		return nil
+	}
+	n := &turn{now: make(chan struct{})}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.head == nil {
+		t.head, t.tail = n, n
+		close(n.now)
+	} else {
+		t.tail.next, t.tail = n, n
+	}
+	return n
+}
+
+// end ends n's stream, giving the turn to the oldest stream still open
+// after it.
+func (t *turns) end(n *turn) {
+	if n == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n.ended = true
+	if n != t.head {
+		return // an earlier stream is open; it hands the turn on
+	}
+	for t.head != nil && t.head.ended {
+		t.head = t.head.next
+	}
+	if t.head == nil {
+		t.tail = nil
+		return
+	}
+	close(t.head.now)
+}
+
+// awaitTurn waits until prev is closed, taking the stream's responses
+// meanwhile so that its producer is never held up by a consumer waiting
+// for its turn (the model may be sending this request's responses before
+// an earlier one's, from the same Execute: with a bounded buffer it would
+// wait forever). They are returned in order, to be yielded first; while
+// the turn is awaited they are bounded only by what the model sends, as in
+// Triton. ok is false when ctx ended first.
+func awaitTurn(ctx context.Context, st *backend.Stream, prev <-chan struct{}) (held []backend.Response, ok bool) {
+	for {
+		select {
+		case <-prev:
+			return held, true // the common case at once: no stream before it is open
+		default:
+		}
+		r, got := st.RecvUntil(context.Background(), prev)
+		if ctx.Err() != nil {
+			return held, false
+		}
+		if !got {
+			return held, true
+		}
+		held = append(held, r)
+		if r.Final {
+			select {
+			case <-prev:
+				return held, true
+			case <-ctx.Done():
+				return held, false
+			}
 		}
 	}
 }

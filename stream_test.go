@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -79,6 +80,10 @@ func uint32s(t testing.TB, resp *triton.InferResponse, name string) []uint32 {
 	return v
 }
 
+// TestInferStreamRepeat: the repeat model's responses come after their
+// delays; a consumer that takes 15 ms over the first response makes the
+// second wait 5 ms after the model sent it, which response_stats count as
+// its compute_output (the model's 10 ms as compute_infer).
 func TestInferStreamRepeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, rp := repeatServer(t, "")
@@ -92,8 +97,11 @@ func TestInferStreamRepeat(t *testing.T) {
 				t.Errorf("response %v flagged final; the repeat model's final flag comes alone", resp.Outputs)
 			}
 			got = append(got, repeatEvent(t, resp, start))
+			if len(got) == 1 {
+				time.Sleep(15 * time.Millisecond) // a slow consumer, in the bubble's time
+			}
 		}
-		want := []event{{"r", 4, 0, 30 * time.Millisecond}, {"r", 5, 1, 40 * time.Millisecond}, {"r", 6, 2, 60 * time.Millisecond}}
+		want := []event{{"r", 4, 0, 30 * time.Millisecond}, {"r", 5, 1, 45 * time.Millisecond}, {"r", 6, 2, 60 * time.Millisecond}}
 		if !slices.Equal(got, want) {
 			t.Errorf("responses %v, want %v", got, want)
 		}
@@ -109,15 +117,20 @@ func TestInferStreamRepeat(t *testing.T) {
 			t.Errorf("success %d, fail %d, executions %d; want 1, 0, 1", st.Success.Count, st.Fail.Count, st.ExecutionCount)
 		}
 		wantResp := []triton.ResponseStats{
-			{Index: 0, Success: triton.StatDuration{Count: 1, Total: 30 * time.Millisecond}},
-			{Index: 1, Success: triton.StatDuration{Count: 1, Total: 10 * time.Millisecond}},
-			{Index: 2, Success: triton.StatDuration{Count: 1, Total: 20 * time.Millisecond}},
+			{Index: 0, Success: ms(1, 30), ComputeInfer: ms(1, 30), ComputeOutput: ms(1, 0)},
+			{Index: 1, Success: ms(1, 15), ComputeInfer: ms(1, 10), ComputeOutput: ms(1, 5)},
+			{Index: 2, Success: ms(1, 15), ComputeInfer: ms(1, 15), ComputeOutput: ms(1, 0)},
 			{Index: 3, EmptyResponse: triton.StatDuration{Count: 1}},
 		}
 		if !slices.Equal(st.Responses, wantResp) {
 			t.Errorf("response stats %+v, want %+v", st.Responses, wantResp)
 		}
 	})
+}
+
+// ms is a StatDuration of n events taking total milliseconds.
+func ms(n uint64, total int) triton.StatDuration {
+	return triton.StatDuration{Count: n, Total: time.Duration(total) * time.Millisecond}
 }
 
 func TestInferStreamFirstResponse(t *testing.T) {
@@ -139,11 +152,17 @@ func TestInferStreamFirstResponse(t *testing.T) {
 	})
 }
 
+// TestInferStreamOutOfOrder: responses of later requests come before an
+// earlier one's, on one instance and within one batch, unless
+// preserve_ordering holds them until the earlier stream has ended (b sends
+// more responses meanwhile than the stream buffer holds: they are taken,
+// so that its producer goes on).
 func TestInferStreamOutOfOrder(t *testing.T) {
 	for _, tc := range []struct{ name, extra string }{
 		{"direct", ""},
 		// A batching repeat model: requests of one batch stream apart.
 		{"dynamic", "dynamic_batching { max_queue_delay_microseconds: 5000 }"},
+		{"preserve_ordering", "dynamic_batching { max_queue_delay_microseconds: 5000 preserve_ordering: true }"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -174,9 +193,20 @@ func TestInferStreamOutOfOrder(t *testing.T) {
 				wg.Add(2)
 				// a is first on the one instance, and its Execute returns at
 				// once; its responses come after b's.
-				go run(repeatRequest(t, "a", batched, 0, []int32{1, 2}, []uint32{50, 50}))
+				ordered := strings.Contains(tc.extra, "preserve_ordering")
+				aVals, aDelays := []int32{1, 2}, []uint32{50, 50}
+				bVals, bDelays := []int32{10, 20}, []uint32{10, 10}
+				if ordered {
+					// More than the stream buffer holds (the same length for
+					// both, so that they batch).
+					for i := range triton.StreamBuffer {
+						aVals, aDelays = append(aVals, int32(100+i)), append(aDelays, 0)
+						bVals, bDelays = append(bVals, int32(30+i)), append(bDelays, 0)
+					}
+				}
+				go run(repeatRequest(t, "a", batched, 0, aVals, aDelays))
 				synctest.Wait()
-				go run(repeatRequest(t, "b", batched, 0, []int32{10, 20}, []uint32{10, 10}))
+				go run(repeatRequest(t, "b", batched, 0, bVals, bDelays))
 				wg.Wait()
 				base := time.Duration(0)
 				if batched {
@@ -188,6 +218,17 @@ func TestInferStreamOutOfOrder(t *testing.T) {
 				}
 				if !batched {
 					want[0].at, want[1].at = 10*time.Millisecond, 20*time.Millisecond
+				}
+				if ordered {
+					// b's responses, sent from 15 ms on, wait for a's end at 105 ms.
+					end := base + 100*time.Millisecond
+					want = want[2:]
+					for i, v := range aVals[2:] {
+						want = append(want, event{"a", v, uint32(2 + i), end})
+					}
+					for i, v := range bVals {
+						want = append(want, event{"b", v, uint32(i), end})
+					}
 				}
 				if !slices.Equal(got, want) {
 					t.Errorf("responses %v, want %v", got, want)
@@ -237,6 +278,54 @@ func TestInferStreamInstanceFreeAfterExecute(t *testing.T) {
 		}
 		cancel()
 		<-done
+	})
+}
+
+// TestInferStreamPreserveOrderingCancel: with preserve_ordering, a stream
+// waiting for the one before it ends at once when its consumer cancels, and
+// the stream after it waits only for the first.
+func TestInferStreamPreserveOrderingCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, rp := repeatServer(t, "max_batch_size: 4\ndynamic_batching { preserve_ordering: true }\n")
+		start := time.Now()
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			ends = map[string]time.Duration{}
+		)
+		run := func(ctx context.Context, req *triton.InferRequest, wantCode triton.Code) {
+			defer wg.Done()
+			for _, err := range srv.InferStream(ctx, req) {
+				if err != nil && wantCode == 0 {
+					t.Errorf("%s: %v", req.ID, err)
+				}
+				if err != nil && wantCode != 0 {
+					wantError(t, err, wantCode, "repeat", req.ID)
+				}
+			}
+			mu.Lock()
+			ends[req.ID] = time.Since(start)
+			mu.Unlock()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		wg.Add(3)
+		go run(context.Background(), repeatRequest(t, "a", true, 0, []int32{1}, []uint32{50}), 0)
+		synctest.Wait()
+		go run(ctx, repeatRequest(t, "b", true, 0, []int32{2}, []uint32{10}), triton.Cancelled)
+		synctest.Wait()
+		go run(context.Background(), repeatRequest(t, "c", true, 0, []int32{3}, []uint32{10}), 0)
+		time.Sleep(20 * time.Millisecond) // b has sent its response, and waits for a
+		cancel()
+		wg.Wait()
+		want := map[string]time.Duration{"a": 50 * time.Millisecond, "b": 20 * time.Millisecond, "c": 50 * time.Millisecond}
+		if !maps.Equal(ends, want) {
+			t.Errorf("streams ended at %v, want %v", ends, want)
+		}
+		synctest.Wait()
+		if n := rp.Running(); n != 0 {
+			t.Errorf("%d producers still running", n)
+		}
 	})
 }
 

@@ -58,6 +58,7 @@ type version struct {
 	seq   *sequencer                     // nil: not a sequence (stateful) model
 	dyn   *batcher.Dynamic[*call, *slot] // nil: no dynamic batching
 	order *batcher.Order[*call]          // nil: no preserve_ordering
+	turns *turns                         // a decoupled model's preserve_ordering (stream.go); nil: none
 
 	calls     sync.Pool // of *call
 	stats     *counters

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/triton-go/triton/tensor"
 )
@@ -24,7 +25,15 @@ type Response struct {
 	Err error
 	// Final marks the last response of the request. After it, Send fails.
 	Final bool
+
+	sent time.Time // when Send took it
 }
+
+// SentAt returns when [Sender.Send] took the response (the zero time for
+// one the server made itself, such as a cancellation's): the end of the
+// model's work on it, where Triton's response statistics start counting
+// compute_output.
+func (r Response) SentAt() time.Time { return r.sent }
 
 // ErrAfterFinal is what [Sender.Send] returns once the final response of
 // the request has been sent.
@@ -71,6 +80,7 @@ func (s *Sender) Send(ctx context.Context, resp Response) error {
 	if err := s.state(); err != nil {
 		return err
 	}
+	resp.sent = time.Now()
 	select {
 	case s.ch <- resp: // room in the buffer: the common case
 	default:
@@ -167,24 +177,34 @@ func (st *Stream) End(err error) bool {
 // first, it ends the stream with ctx.Err() and returns that as the final
 // response. Recv must not be called again after a final response.
 func (st *Stream) Recv(ctx context.Context) Response {
+	r, _ := st.RecvUntil(ctx, nil)
+	return r
+}
+
+// RecvUntil is [Stream.Recv] that also gives up when wait is closed first:
+// it then returns ok false, and the stream goes on as it was. A nil wait
+// never closes.
+func (st *Stream) RecvUntil(ctx context.Context, wait <-chan struct{}) (r Response, ok bool) {
 	s := st.s
 	select {
 	case r := <-s.ch:
-		return r
+		return r, true
 	default:
 	}
 	select {
 	case r := <-s.ch:
-		return r
+		return r, true
 	case <-s.ended:
 		select {
 		case r := <-s.ch:
-			return r
+			return r, true
 		default:
 		}
-		return Response{Err: s.Err(), Final: true}
+		return Response{Err: s.Err(), Final: true}, true
 	case <-ctx.Done():
 		st.End(ctx.Err())
-		return Response{Err: s.Err(), Final: true}
+		return Response{Err: s.Err(), Final: true}, true
+	case <-wait:
+		return Response{}, false
 	}
 }

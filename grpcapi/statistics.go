@@ -15,7 +15,6 @@ import (
 // INVALID_ARGUMENT with Triton's messages. The fields are the HTTP
 // adapter's: last_inference in milliseconds since the epoch (0: none yet),
 // response_stats keyed by response index ("0", "1", …) for decoupled models,
-// with compute_infer and compute_output zero (not measured per response),
 // memory_usage empty.
 func (s *Service) ModelStatistics(ctx context.Context, req *inferencepb.ModelStatisticsRequest) (*inferencepb.ModelStatisticsResponse, error) {
 	if err := s.allowed(ctx, wire.Statistics); err != nil {
@@ -71,8 +70,8 @@ func modelStatistics(st triton.ModelStats) *inferencepb.ModelStatistics {
 		ms.ResponseStats = make(map[string]*inferencepb.InferResponseStatistics, len(st.Responses))
 		for _, r := range st.Responses {
 			ms.ResponseStats[strconv.Itoa(r.Index)] = &inferencepb.InferResponseStatistics{
-				ComputeInfer:  &inferencepb.StatisticDuration{},
-				ComputeOutput: &inferencepb.StatisticDuration{},
+				ComputeInfer:  duration(r.ComputeInfer),
+				ComputeOutput: duration(r.ComputeOutput),
 				Success:       duration(r.Success),
 				Fail:          duration(r.Fail),
 				EmptyResponse: duration(r.EmptyResponse),

@@ -102,7 +102,8 @@ func TestModelStatistics(t *testing.T) {
 // TestModelStatisticsResponseStats: after a decoupled model streams three
 // responses and its final flag alone, response_stats has "0", "1" and "2"
 // with one success each and "3" with one empty_response, as Triton counts
-// the flag; compute_infer and compute_output are present and zero.
+// the flag; compute_infer and compute_output split each success's time at
+// the backend's Send (so they add up to it), and are zero for the flag.
 func TestModelStatisticsResponseStats(t *testing.T) {
 	files := repo()
 	files["repeat/config.pbtxt"] = `name: "repeat"` + testmodels.RepeatConfig
@@ -162,8 +163,9 @@ func TestModelStatisticsResponseStats(t *testing.T) {
 		if want[0] == 1 && r.GetSuccess().GetNs() == 0 {
 			t.Errorf("response_stats[%q] success has no duration", key)
 		}
-		if r.GetComputeInfer() == nil || r.GetComputeOutput() == nil || r.GetComputeInfer().GetCount() != 0 || r.GetComputeOutput().GetNs() != 0 {
-			t.Errorf("response_stats[%q] compute_infer %v, compute_output %v: want present and zero", key, r.GetComputeInfer(), r.GetComputeOutput())
+		ci, co := r.GetComputeInfer(), r.GetComputeOutput()
+		if ci == nil || co == nil || ci.GetCount() != want[0] || co.GetCount() != want[0] || ci.GetNs()+co.GetNs() != r.GetSuccess().GetNs() {
+			t.Errorf("response_stats[%q] compute_infer %v, compute_output %v, success %v: want counts %d adding up to success", key, ci, co, r.GetSuccess(), want[0])
 		}
 	}
 }

@@ -243,9 +243,9 @@ func appendStats(b []byte, stats []triton.ModelStats) []byte {
 			b = append(b, '"')
 			b = strconv.AppendInt(b, int64(r.Index), 10)
 			b = append(b, `":{`...)
-			b = dur(b, "compute_infer", triton.StatDuration{}) // not measured per response
+			b = dur(b, "compute_infer", r.ComputeInfer)
 			b = append(b, ',')
-			b = dur(b, "compute_output", triton.StatDuration{})
+			b = dur(b, "compute_output", r.ComputeOutput)
 			b = append(b, ',')
 			b = dur(b, "success", r.Success)
 			b = append(b, ',')
