@@ -87,6 +87,15 @@ def add_sub():
     )
 
 
+def softmax():
+    return model(
+        "softmax",
+        [helper.make_node("Softmax", ["LOGITS"], ["PROBS"], name="softmax", axis=-1)],
+        [vi("LOGITS", TensorProto.FLOAT, ["batch", 10])],
+        [vi("PROBS", TensorProto.FLOAT, ["batch", 10])],
+    )
+
+
 def multi_io():
     return model(
         "multi_io",
@@ -244,6 +253,7 @@ def main(argv):
         reshape_rows(),
         accumulate(),
         accumulate_axis1(),
+        softmax(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")
