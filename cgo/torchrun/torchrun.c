@@ -1,0 +1,112 @@
+// torchrun.c loads the PyTorch shim at run time and calls it through a
+// table of function pointers resolved with dlsym (see torchrun.h).
+
+#include "torchrun.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The table's field types are the shim's own prototypes (torchshim.h), so a
+// change there that the trampolines miss fails the build.
+static struct {
+	__typeof__(&tshim_free_msg) free_msg;
+	__typeof__(&tshim_version) version;
+	__typeof__(&tshim_load) load;
+	__typeof__(&tshim_module_free) module_free;
+	__typeof__(&tshim_num_args) num_args;
+	__typeof__(&tshim_arg_name) arg_name;
+	__typeof__(&tshim_arg_type) arg_type;
+	__typeof__(&tshim_forward) forward;
+	__typeof__(&tshim_outputs_describe) outputs_describe;
+	__typeof__(&tshim_output_copy) output_copy;
+	__typeof__(&tshim_outputs_free) outputs_free;
+	__typeof__(&tshim_set_intra_threads) set_intra_threads;
+	__typeof__(&tshim_set_interop_threads) set_interop_threads;
+	__typeof__(&tshim_live) live;
+} fns;
+
+// errorf returns a malloc'd message "<path>: <what>: <detail>".
+static char *errorf(const char *path, const char *what, const char *detail) {
+	if (detail == NULL) {
+		detail = "unknown error";
+	}
+	size_t n = strlen(path) + strlen(what) + strlen(detail) + 5;
+	char *m = malloc(n);
+	if (m != NULL) {
+		snprintf(m, n, "%s: %s: %s", path, what, detail);
+	}
+	return m;
+}
+
+char *trun_open(const char *path) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		return errorf(path, "dlopen", dlerror());
+	}
+	struct {
+		const char *name;
+		void **slot;
+	} syms[] = {
+		{"tshim_free_msg", (void **)&fns.free_msg},
+		{"tshim_version", (void **)&fns.version},
+		{"tshim_load", (void **)&fns.load},
+		{"tshim_module_free", (void **)&fns.module_free},
+		{"tshim_num_args", (void **)&fns.num_args},
+		{"tshim_arg_name", (void **)&fns.arg_name},
+		{"tshim_arg_type", (void **)&fns.arg_type},
+		{"tshim_forward", (void **)&fns.forward},
+		{"tshim_outputs_describe", (void **)&fns.outputs_describe},
+		{"tshim_output_copy", (void **)&fns.output_copy},
+		{"tshim_outputs_free", (void **)&fns.outputs_free},
+		{"tshim_set_intra_threads", (void **)&fns.set_intra_threads},
+		{"tshim_set_interop_threads", (void **)&fns.set_interop_threads},
+		{"tshim_live", (void **)&fns.live},
+	};
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		dlerror();
+		void *p = dlsym(h, syms[i].name);
+		if (p == NULL) {
+			char *m = errorf(path, syms[i].name, dlerror());
+			dlclose(h);
+			return m;
+		}
+		*syms[i].slot = p;
+	}
+	return NULL;
+}
+
+void trun_free_msg(char *msg) { fns.free_msg(msg); }
+
+const char *trun_version(void) { return fns.version(); }
+
+char *trun_load(const char *path, const tshim_options *opts, tshim_module **out) {
+	return fns.load(path, opts, out);
+}
+
+void trun_module_free(tshim_module *m) { fns.module_free(m); }
+
+size_t trun_num_args(const tshim_module *m) { return fns.num_args(m); }
+
+const char *trun_arg_name(const tshim_module *m, size_t i) { return fns.arg_name(m, i); }
+
+const char *trun_arg_type(const tshim_module *m, size_t i) { return fns.arg_type(m, i); }
+
+char *trun_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, tshim_outputs **out, size_t *n_out) {
+	return fns.forward(m, in, n, dict, out, n_out);
+}
+
+void trun_outputs_describe(const tshim_outputs *o, tshim_output_info *infos) { fns.outputs_describe(o, infos); }
+
+void trun_output_copy(const tshim_outputs *o, size_t i, int64_t *dims, void *data, size_t *lens) {
+	fns.output_copy(o, i, dims, data, lens);
+}
+
+void trun_outputs_free(tshim_outputs *o) { fns.outputs_free(o); }
+
+char *trun_set_intra_threads(int n) { return fns.set_intra_threads(n); }
+
+char *trun_set_interop_threads(int n) { return fns.set_interop_threads(n); }
+
+size_t trun_live(void) { return fns.live(); }

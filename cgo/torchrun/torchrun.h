@@ -1,0 +1,35 @@
+// torchrun.h declares the C side of package torchrun: trun_open, which
+// loads the shim (libtriton_pytorch.so, see ../torchshim/torchshim.h) and
+// resolves its functions with dlsym into a table, and one trampoline per
+// shim function that calls through the table. Go calls only these; it never
+// links against the shim or libtorch.
+
+#ifndef TORCHRUN_H
+#define TORCHRUN_H
+
+#include "torchshim.h"
+
+// trun_open loads the shim at path (dlopen RTLD_NOW|RTLD_LOCAL) and fills
+// the table. It returns NULL or a malloc'd message naming path and
+// dlerror()'s text; the caller frees it with free. Go calls it at most once
+// successfully (Open keeps the result); the handle is never closed.
+char *trun_open(const char *path);
+
+// The trampolines: each calls the shim function of the same name with
+// trun_ replaced by tshim_. trun_open must have succeeded.
+void trun_free_msg(char *msg);
+const char *trun_version(void);
+char *trun_load(const char *path, const tshim_options *opts, tshim_module **out);
+void trun_module_free(tshim_module *m);
+size_t trun_num_args(const tshim_module *m);
+const char *trun_arg_name(const tshim_module *m, size_t i);
+const char *trun_arg_type(const tshim_module *m, size_t i);
+char *trun_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, tshim_outputs **out, size_t *n_out);
+void trun_outputs_describe(const tshim_outputs *o, tshim_output_info *infos);
+void trun_output_copy(const tshim_outputs *o, size_t i, int64_t *dims, void *data, size_t *lens);
+void trun_outputs_free(tshim_outputs *o);
+char *trun_set_intra_threads(int n);
+char *trun_set_interop_threads(int n);
+size_t trun_live(void);
+
+#endif // TORCHRUN_H

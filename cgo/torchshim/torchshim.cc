@@ -1,0 +1,426 @@
+// torchshim.cc implements the C ABI of torchshim.h over libtorch's C++ API
+// (TorchScript on the CPU). Every entry point catches every exception and
+// returns it as a message: nothing a model file or a model does may crash
+// the Go process that loaded the shim. A c10::Error is reported without
+// its C++ backtrace (what_without_backtrace), which names addresses rather
+// than the problem; other exceptions, such as a TorchScript raise, with
+// their what().
+
+#include "torchshim.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+std::atomic<size_t> live{0};
+
+// oom is the message when there is no memory for one; never freed.
+char oom[] = "torchshim: out of memory";
+
+// msg returns s in malloc'd memory, the shim's message convention.
+char *msg(const std::string &s) {
+	char *p = static_cast<char *>(std::malloc(s.size() + 1));
+	if (p == nullptr) {
+		return oom;
+	}
+	std::memcpy(p, s.data(), s.size());
+	p[s.size()] = '\0';
+	return p;
+}
+
+const char kExecFailure[] = "PyTorch execute failure: ";
+
+const char kBadOutput[] =
+	"output must be of type Tensor, List[str] or Tuple containing one of these two types. It should not be a List / "
+	"Dictionary of Tensors or a Scalar";
+
+// scalarType maps a TSHIM_* data type to libtorch's; false for one it lacks.
+bool scalarType(int dtype, c10::ScalarType *t) {
+	switch (dtype) {
+	case TSHIM_BOOL: *t = c10::kBool; return true;
+	case TSHIM_UINT8: *t = c10::kByte; return true;
+	case TSHIM_INT8: *t = c10::kChar; return true;
+	case TSHIM_INT16: *t = c10::kShort; return true;
+	case TSHIM_INT32: *t = c10::kInt; return true;
+	case TSHIM_INT64: *t = c10::kLong; return true;
+	case TSHIM_FP16: *t = c10::kHalf; return true;
+	case TSHIM_FP32: *t = c10::kFloat; return true;
+	case TSHIM_FP64: *t = c10::kDouble; return true;
+	case TSHIM_BF16: *t = c10::kBFloat16; return true;
+	default: return false;
+	}
+}
+
+// dataType maps libtorch's type to TSHIM_*, 0 for one Triton lacks.
+int dataType(c10::ScalarType t) {
+	switch (t) {
+	case c10::kBool: return TSHIM_BOOL;
+	case c10::kByte: return TSHIM_UINT8;
+	case c10::kChar: return TSHIM_INT8;
+	case c10::kShort: return TSHIM_INT16;
+	case c10::kInt: return TSHIM_INT32;
+	case c10::kLong: return TSHIM_INT64;
+	case c10::kHalf: return TSHIM_FP16;
+	case c10::kFloat: return TSHIM_FP32;
+	case c10::kDouble: return TSHIM_FP64;
+	case c10::kBFloat16: return TSHIM_BF16;
+	default: return 0;
+	}
+}
+
+// typeName spells an argument type as torchshim.h documents.
+std::string typeName(const c10::TypePtr &t) {
+	if (t->kind() == c10::TypeKind::DictType) {
+		return t->str(); // "Dict(str, Tensor)", as Triton's messages print it
+	}
+	return t->annotation_str();
+}
+
+// guards holds the autograd guards of a load or forward.
+struct Guards {
+	std::optional<c10::InferenceMode> inference;
+	std::optional<torch::NoGradGuard> no_grad;
+	explicit Guards(bool inference_mode) {
+		if (inference_mode) {
+			inference.emplace(true);
+		} else {
+			no_grad.emplace();
+		}
+	}
+};
+
+struct Output {
+	int dtype = 0;
+	at::Tensor tensor;                // contiguous, on the CPU
+	std::vector<std::string> strings; // TSHIM_STRINGS
+	size_t size = 0;                  // strings: total bytes
+};
+
+} // namespace
+
+struct tshim_module {
+	torch::jit::Module module;
+	tshim_options opts{};
+	std::vector<std::string> names;
+	std::vector<std::string> types;
+};
+
+struct tshim_outputs {
+	std::vector<Output> outs;
+};
+
+namespace {
+
+// addTensor appends tensor output t (index i of the result, for messages).
+void addTensor(tshim_outputs *o, at::Tensor t, size_t i) {
+	if (!t.defined()) {
+		throw std::runtime_error("output at index " + std::to_string(i) + " is an undefined tensor");
+	}
+	if (t.layout() != c10::kStrided) {
+		t = t.to_dense();
+	}
+	if (!t.device().is_cpu()) {
+		t = t.cpu();
+	}
+	int dt = dataType(t.scalar_type());
+	if (dt == 0) {
+		throw std::runtime_error("output at index " + std::to_string(i) + " has data type " +
+			std::string(c10::toString(t.scalar_type())) + ", which Triton has no data type for");
+	}
+	Output out;
+	out.dtype = dt;
+	out.tensor = t.contiguous();
+	o->outs.push_back(std::move(out));
+}
+
+// addStrings appends List[str] output l.
+void addStrings(tshim_outputs *o, const c10::List<c10::IValue> &l) {
+	Output out;
+	out.dtype = TSHIM_STRINGS;
+	out.strings.reserve(l.size());
+	for (size_t k = 0; k < l.size(); k++) {
+		out.strings.push_back(l.get(k).toStringRef());
+		out.size += out.strings.back().size();
+	}
+	o->outs.push_back(std::move(out));
+}
+
+bool isStringList(const c10::IValue &v) {
+	return v.isList() && v.toList().elementType()->kind() == c10::TypeKind::StringType;
+}
+
+// flatten turns forward's result into outputs, as Triton's backend takes
+// them: a Tensor, a List[str], or a Tuple of those.
+void flatten(const c10::IValue &r, tshim_outputs *o) {
+	if (r.isTensor()) {
+		addTensor(o, r.toTensor(), 0);
+		return;
+	}
+	if (isStringList(r)) {
+		addStrings(o, r.toList());
+		return;
+	}
+	if (!r.isTuple()) {
+		throw std::runtime_error(kBadOutput);
+	}
+	const auto &elems = r.toTupleRef().elements();
+	o->outs.reserve(elems.size());
+	for (size_t i = 0; i < elems.size(); i++) {
+		const c10::IValue &e = elems[i];
+		if (e.isTensor()) {
+			addTensor(o, e.toTensor(), i);
+		} else if (isStringList(e)) {
+			addStrings(o, e.toList());
+		} else if (e.isList()) {
+			throw std::runtime_error("output at index " + std::to_string(i) +
+				" must be of type Tensor or List[str], received List[" + e.toList().elementType()->str() + "]");
+		} else {
+			throw std::runtime_error("output at index " + std::to_string(i) +
+				" must be of type Tensor or List[str], received " + e.type()->str());
+		}
+	}
+}
+
+// tensorInput wraps input v (of index i) without a copy.
+at::Tensor tensorInput(const tshim_value &v, size_t i) {
+	c10::ScalarType st;
+	if (!scalarType(v.dtype, &st)) {
+		throw std::runtime_error("input " + std::to_string(i) + ": data type " + std::to_string(v.dtype) +
+			" has no libtorch type");
+	}
+	c10::IntArrayRef shape(v.shape, v.rank);
+	if (v.size == 0 || v.data == nullptr) {
+		return torch::zeros(shape, torch::TensorOptions().dtype(st));
+	}
+	return torch::from_blob(const_cast<void *>(v.data), shape, torch::TensorOptions().dtype(st));
+}
+
+c10::List<std::string> stringsInput(const tshim_value &v) {
+	c10::List<std::string> l;
+	size_t n = v.rank == 1 ? static_cast<size_t>(v.shape[0]) : 0;
+	l.reserve(n);
+	const char *p = static_cast<const char *>(v.data);
+	for (size_t k = 0; k < n; k++) {
+		l.push_back(std::string(p, v.lens[k]));
+		p += v.lens[k];
+	}
+	return l;
+}
+
+void applyOptions(const tshim_options &o) {
+	torch::jit::setGraphExecutorOptimize(o.disable_optimized_execution == 0);
+	if (o.jit_executor != TSHIM_UNSET) {
+		torch::jit::getExecutorMode() = o.jit_executor == TSHIM_TRUE;
+	}
+	if (o.jit_profiling != TSHIM_UNSET) {
+		torch::jit::getProfilingMode() = o.jit_profiling == TSHIM_TRUE;
+	}
+	if (o.tensor_fuser != TSHIM_UNSET) {
+		torch::jit::setTensorExprFuserEnabled(o.tensor_fuser == TSHIM_TRUE);
+	}
+}
+
+} // namespace
+
+extern "C" {
+
+void tshim_free_msg(char *m) {
+	if (m != nullptr && m != oom) {
+		std::free(m);
+	}
+}
+
+const char *tshim_version(void) {
+	return TORCH_VERSION;
+}
+
+char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out) {
+	*out = nullptr;
+	try {
+		auto m = std::make_unique<tshim_module>();
+		m->opts = *opts;
+		{
+			Guards g(opts->inference_mode != 0);
+			m->module = torch::jit::load(path, torch::kCPU);
+			m->module.eval();
+		}
+		const auto &args = m->module.get_method("forward").function().getSchema().arguments();
+		for (size_t i = 0; i < args.size(); i++) {
+			if (i == 0 && args[i].type()->kind() == c10::TypeKind::ClassType) {
+				continue; // self
+			}
+			m->names.push_back(args[i].name());
+			m->types.push_back(typeName(args[i].type()));
+		}
+		*out = m.release();
+		live++;
+		return nullptr;
+	} catch (const c10::Error &e) {
+		return msg(e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(e.what());
+	} catch (...) {
+		return msg("unknown exception loading a TorchScript module");
+	}
+}
+
+void tshim_module_free(tshim_module *m) {
+	if (m == nullptr) {
+		return;
+	}
+	delete m; // destructors are noexcept: nothing to catch
+	live--;
+}
+
+size_t tshim_num_args(const tshim_module *m) {
+	return m->names.size();
+}
+
+const char *tshim_arg_name(const tshim_module *m, size_t i) {
+	return i < m->names.size() ? m->names[i].c_str() : "";
+}
+
+const char *tshim_arg_type(const tshim_module *m, size_t i) {
+	return i < m->types.size() ? m->types[i].c_str() : "";
+}
+
+char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, tshim_outputs **out, size_t *n_out) {
+	*out = nullptr;
+	*n_out = 0;
+	try {
+		Guards g(m->opts.inference_mode != 0);
+		std::vector<c10::IValue> args;
+		if (dict != 0) {
+			c10::Dict<std::string, at::Tensor> d;
+			for (size_t i = 0; i < n; i++) {
+				d.insert(std::string(in[i].key, in[i].key_len), tensorInput(in[i], i));
+			}
+			args.emplace_back(std::move(d));
+		} else {
+			args.reserve(n);
+			for (size_t i = 0; i < n; i++) {
+				if (in[i].dtype == TSHIM_STRINGS) {
+					args.emplace_back(stringsInput(in[i]));
+				} else {
+					args.emplace_back(tensorInput(in[i], i));
+				}
+			}
+		}
+		applyOptions(m->opts);
+		c10::IValue r = m->module.forward(std::move(args));
+		auto o = std::make_unique<tshim_outputs>();
+		flatten(r, o.get());
+		*n_out = o->outs.size();
+		*out = o.release();
+		live++;
+		return nullptr;
+	} catch (const c10::Error &e) {
+		return msg(std::string(kExecFailure) + e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(std::string(kExecFailure) + e.what());
+	} catch (...) {
+		return msg(std::string(kExecFailure) + "unknown exception");
+	}
+}
+
+void tshim_outputs_describe(const tshim_outputs *o, tshim_output_info *infos) {
+	for (size_t i = 0; i < o->outs.size(); i++) {
+		const Output &out = o->outs[i];
+		tshim_output_info &info = infos[i];
+		info.dtype = out.dtype;
+		if (out.dtype == TSHIM_STRINGS) {
+			info.rank = 1;
+			info.count = out.strings.size();
+			info.size = out.size;
+		} else {
+			info.rank = static_cast<size_t>(out.tensor.dim());
+			info.count = static_cast<size_t>(out.tensor.numel());
+			info.size = out.tensor.nbytes();
+		}
+	}
+}
+
+void tshim_output_copy(const tshim_outputs *o, size_t i, int64_t *dims, void *data, size_t *lens) {
+	const Output &out = o->outs[i];
+	if (out.dtype == TSHIM_STRINGS) {
+		if (dims != nullptr) {
+			dims[0] = static_cast<int64_t>(out.strings.size());
+		}
+		char *p = static_cast<char *>(data);
+		for (size_t k = 0; k < out.strings.size(); k++) {
+			const std::string &s = out.strings[k];
+			if (lens != nullptr) {
+				lens[k] = s.size();
+			}
+			if (p != nullptr && !s.empty()) {
+				std::memcpy(p, s.data(), s.size());
+				p += s.size();
+			}
+		}
+		return;
+	}
+	const at::Tensor &t = out.tensor;
+	if (dims != nullptr) {
+		for (int64_t d = 0; d < t.dim(); d++) {
+			dims[d] = t.size(d);
+		}
+	}
+	size_t size = t.nbytes();
+	if (data != nullptr && size > 0) {
+		std::memcpy(data, t.data_ptr(), size);
+	}
+}
+
+void tshim_outputs_free(tshim_outputs *o) {
+	if (o == nullptr) {
+		return;
+	}
+	delete o;
+	live--;
+}
+
+char *tshim_set_intra_threads(int n) {
+	try {
+		at::set_num_threads(n);
+		return nullptr;
+	} catch (const c10::Error &e) {
+		return msg(e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(e.what());
+	} catch (...) {
+		return msg("unknown exception setting the intra-op thread count");
+	}
+}
+
+char *tshim_set_interop_threads(int n) {
+	try {
+		at::set_num_interop_threads(n);
+		return nullptr;
+	} catch (const c10::Error &e) {
+		return msg(e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(e.what());
+	} catch (...) {
+		return msg("unknown exception setting the inter-op thread count");
+	}
+}
+
+size_t tshim_live(void) {
+	return live.load();
+}
+
+} // extern "C"
