@@ -19,7 +19,8 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 /usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need_apt+=(python3-onnx)
 ((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
-/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || apt_install --no-install-recommends python3-torch
+# python3-torch with libtorch-dev (the shim's headers, scripts/build-torch-shim.sh): one apt run.
+/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || apt_install --no-install-recommends python3-torch libtorch-dev g++
 
 if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2
