@@ -156,8 +156,12 @@ func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*pla
 	for i, in := range cfg.GetInput() {
 		names[i] = in.GetName()
 	}
-	conv := strictOrdering
-	if !p.dict {
+	var conv convention
+	if p.dict {
+		// The names are the Dict's keys; only implicit state (below) asks
+		// them to follow <name>__<index>.
+		conv, _ = outputConvention(model, names)
+	} else {
 		var warn string
 		conv, warn = inputConvention(model, names, args)
 		if warn != "" {

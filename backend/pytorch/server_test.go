@@ -246,3 +246,26 @@ instance_group [ { kind: KIND_CPU count: 2 } ]`).serve()
 		t.Logf("%d inferences in %d executions", st[0].InferenceCount, st[0].ExecutionCount)
 	}
 }
+
+// TestServeEdgeShapes: a non-contiguous output (transpose.pt returns
+// x.t()) comes back in row-major order, a zero-element input runs, and a
+// KIND_MODEL instance serves on the CPU.
+func TestServeEdgeShapes(t *testing.T) {
+	srv := newRepo(t).
+		model("transpose", "transpose.pt", `backend: "pytorch"
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 2, 3 ] } ]
+output [ { name: "T__0" data_type: TYPE_FP32 dims: [ 3, 2 ] } ]
+instance_group [ { kind: KIND_MODEL } ]`).
+		model("empty", "addsub_args.pt", `backend: "pytorch"
+input [ { name: "a" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "b" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "S__0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "D__1" data_type: TYPE_FP32 dims: [ -1 ] } ]`).
+		serve()
+	resp := infer(t, srv, "transpose", must(tensor.From("x", tensor.Shape{2, 3}, []float32{1, 2, 3, 4, 5, 6})))
+	if got := floats(t, resp, "T__0"); !slices.Equal(got, []float32{1, 4, 2, 5, 3, 6}) || !output(t, resp, "T__0").Shape.Equal(tensor.Shape{3, 2}) {
+		t.Errorf("T__0 = %v %v, want x transposed, [3 2] [1 4 2 5 3 6]", output(t, resp, "T__0").Shape, got)
+	}
+	resp = infer(t, srv, "empty", must(tensor.From("a", tensor.Shape{0}, []float32{})), must(tensor.From("b", tensor.Shape{0}, []float32{})))
+	if s := output(t, resp, "S__0"); !s.Shape.Equal(tensor.Shape{0}) || len(s.Data) != 0 {
+		t.Errorf("S__0 of empty inputs: %v %d bytes, want [0]", s.Shape, len(s.Data))
+	}
+}
