@@ -31,6 +31,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// shimPath is the shim testenv.TorchShim finds, for the examples, which
+// have no testing.TB; "" makes Open fail with a message.
+func shimPath() string {
+	if p := os.Getenv(testenv.TorchShimEnv); p != "" {
+		return p
+	}
+	return filepath.Join(root(), ".cache", "backends", "pytorch", torchrun.ShimName)
+}
+
+// testModel is the path of a generated test model, for the examples.
+func testModel(name string) string {
+	return filepath.Join(root(), "backend", "pytorch", "testdata", "models", name)
+}
+
+// root is the folder holding go.mod, above the working directory.
+func root() string {
+	dir, _ := os.Getwd()
+	for dir != filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
+	return ""
+}
+
 // open loads the shim (failing tb, with a hint, when it is missing).
 func open(tb testing.TB) {
 	tb.Helper()

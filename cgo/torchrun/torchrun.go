@@ -177,7 +177,10 @@ type Value struct {
 
 // Error is what libtorch reported (or the shim's own check failing). Msg
 // is the whole text: for a forward, Triton's "PyTorch execute failure:
-// <what>"; for a load, torch's what().
+// <what>"; for a load, torch's what(). A c10::Error's text leaves out the
+// C++ backtrace (frame addresses) that its what() carries; TorchScript
+// exceptions keep their TorchScript traceback, which names the model's
+// code.
 type Error struct{ Msg string }
 
 // Error returns e.Msg.
@@ -208,7 +211,9 @@ type Module struct {
 
 // Load loads a TorchScript file with torch::jit::load (CPU), then eval().
 // A file that is not TorchScript, or anything libtorch throws, is an
-// *Error with torch's what() text; never a crash.
+// *Error with torch's what() text (without the C++ backtrace libtorch
+// appends to its own errors); never a crash. The backend adds Triton's
+// "failed to load model '<model>': " in front.
 func Load(path string, opts Options) (*Module, error) {
 	if !isOpen() {
 		return nil, errNotOpen

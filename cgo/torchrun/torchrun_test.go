@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/triton-go/triton/cgo/torchrun"
@@ -426,12 +427,15 @@ func TestOptions(t *testing.T) {
 		}
 	}
 	// Leave libtorch's defaults in place for the other tests.
-	m := load(t, "addsub_args.pt", torchrun.Options{JITExecutor: torchrun.True, JITProfiling: torchrun.True})
+	m := load(t, "addsub_args.pt", torchrun.Options{JITExecutor: torchrun.True, JITProfiling: torchrun.True, TensorFuser: torchrun.True})
 	forward(t, m, x, x)
 	if _, err := torchrun.Load(modelPath(t, "addsub.pt"), torchrun.Options{TensorFuser: 7}); err == nil {
 		t.Error("Load with an invalid Tristate succeeded")
 	}
 }
+
+// threadsSet records that TestSetThreads has run in this process.
+var threadsSet atomic.Bool
 
 func TestSetThreads(t *testing.T) {
 	open(t)
@@ -440,6 +444,13 @@ func TestSetThreads(t *testing.T) {
 	}
 	if _, _, err := torchrun.SetThreads(-1, 0); err == nil {
 		t.Error("SetThreads(-1, 0) succeeded")
+	}
+	if threadsSet.Swap(true) {
+		// A repeat run (-count): this process has applied its counts.
+		if intra, inter, err := torchrun.SetThreads(2, 2); intra || inter || err != nil {
+			t.Errorf("repeated SetThreads(2, 2) = %v, %v, %v; want nothing applied", intra, inter, err)
+		}
+		return
 	}
 	intra, inter, err := torchrun.SetThreads(2, 2)
 	if !intra {
