@@ -258,8 +258,9 @@ func (m *model) logSettings() {
 	}
 	intraSet, interSet, err := torchrun.SetThreads(s.intraOpThreads, s.interOpThreads)
 	if err != nil {
+		// libtorch refuses a count (the inter-op one once inter-op work
+		// has started); what was applied before is still reported below.
 		m.log.Warn(fmt.Sprintf("setting libtorch's thread counts for model '%s': %v", name, err))
-		return
 	}
 	for _, t := range []struct {
 		key, what, pool string
@@ -270,7 +271,7 @@ func (m *model) logSettings() {
 		{ParamInterOpThreadCount, "Inter op", "inter-op", s.interOpThreads, interSet},
 	} {
 		switch {
-		case t.n == 0:
+		case t.n == 0, err != nil && !t.set: // nothing asked, or the warning above covers it
 		case t.set:
 			m.log.Info(fmt.Sprintf("%s thread count is set to %d for model instance '%s'", t.what, t.n, name))
 		default:
