@@ -59,6 +59,7 @@ type config struct {
 	rateLimitResources []string
 	responseCacheBytes int64
 	backendConfig      map[string]map[string]string // backend ("" for all) → key → value
+	backendDirectory   string                       // --backend-directory: where the pytorch backend's shim is looked for
 
 	logVerbose                    int
 	logFormat                     string
@@ -139,7 +140,7 @@ const (
 	noVertex    = "the Vertex AI endpoint is not served"
 	noCUDAPools = "this server keeps no pinned or CUDA memory pools: tensors live in Go memory and backends manage device memory"
 	noDevices   = "this server does not manage GPUs itself: the backends' runtimes do"
-	noDirs      = "backends are compiled into this binary; there are no shared libraries to search for"
+	noDirs      = "backends are compiled into this binary; only the pytorch backend's shim is looked for there, as <dir>/pytorch/libtriton_pytorch.so"
 	noTracing   = "tracing is not implemented yet"
 	noThreads   = "requests are served on goroutines, as many as there are connections and calls; there is no thread pool to size"
 	noPools     = "requests and responses are allocated per call and collected by Go's garbage collector; there is no pool to size"
@@ -347,7 +348,11 @@ func (c *config) options() []option {
 		{"model-load-gpu-limit", true, pair(":", parseInt, parseFloat, unsupported("model-load-gpu-limit", noDevices))},
 		{"allow-client-shm", true, boolean(&c.allowClientShm)},
 		// Backends and repository agents
-		{"backend-directory", true, unsupported("backend-directory", noDirs)},
+		{"backend-directory", true, func(v string) error {
+			c.backendDirectory = v
+			c.warn("backend-directory", noDirs)
+			return nil
+		}},
 		{"backend-config", true, c.setBackendConfig},
 		{"repoagent-directory", true, unsupported("repoagent-directory", "repository agents are not supported")},
 		// Deprecated in tritonserver, and still honoured there

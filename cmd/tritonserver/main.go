@@ -41,6 +41,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/backend/pytorch"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
 	"github.com/triton-go/triton/internal/repeat"
@@ -262,6 +263,9 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		ortOpts = append(ortOpts, onnxruntime.WithDefaultMaxBatchSize(n))
 	}
 	opts = append(opts, triton.WithBackend(onnxruntime.Name, onnxruntime.New(ortOpts...)))
+	if cfg.backendDirectory != "" {
+		opts = append(opts, triton.WithBackend(pytorch.Name, pytorch.New(pytorch.WithBackendDirectory(cfg.backendDirectory))))
+	}
 	if cfg.rateLimit == "execution_count" {
 		rl := ratelimit.Config{}
 		for _, r := range cfg.rateLimitResources {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triton-go/triton/backend/pytorch"
+	"github.com/triton-go/triton/internal/testenv"
+)
+
+// pytorchRepo writes a repository holding addsub, the PyTorch backend's
+// traced add/sub model, and returns its folder.
+func pytorchRepo(t *testing.T) string {
+	t.Helper()
+	testenv.Need(t, filepath.Join(testenv.RepoRoot(t), pytorch.CachePath()), "run make deps (scripts/build-torch-shim.sh builds the shim)")
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "backend", "pytorch", "testdata", "models", "addsub.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "addsub", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "addsub", "1", "model.pt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := `platform: "pytorch_libtorch"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 2 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] }, { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 2 ] } ]
+`
+	if err := os.WriteFile(filepath.Join(dir, "addsub", "config.pbtxt"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const addsubRequest = `{"inputs":[{"name":"INPUT0","shape":[1,2],"datatype":"FP32","data":[1,2]},{"name":"INPUT1","shape":[1,2],"datatype":"FP32","data":[0.5,4]}]}`
+
+// TestServePyTorch: the binary serves a TorchScript model over HTTP, the
+// shim found in the checkout, and its metadata names the platform.
+func TestServePyTorch(t *testing.T) {
+	s := startBinary(t, "--model-repository="+pytorchRepo(t))
+	code, _, body := s.do("POST", "/v2/models/addsub/infer", "application/json", []byte(addsubRequest), nil)
+	if code != 200 || !strings.Contains(string(body), `"name":"OUTPUT__0","datatype":"FP32","shape":[1,2],"data":[1.5,6.0]`) ||
+		!strings.Contains(string(body), `"name":"OUTPUT__1","datatype":"FP32","shape":[1,2],"data":[0.5,-2.0]`) {
+		t.Fatalf("infer: %d %s", code, body)
+	}
+	if code, _, body := s.do("GET", "/v2/models/addsub", "", nil, nil); code != 200 || !strings.Contains(string(body), `"platform":"pytorch_libtorch"`) {
+		t.Errorf("metadata: %d %s", code, body)
+	}
+}
+
+// TestBackendDirectoryFlag: --backend-directory DIR makes the PyTorch
+// backend load DIR/pytorch/libtriton_pytorch.so; a DIR without it fails
+// the model's load with a message naming the file and how to build it.
+func TestBackendDirectoryFlag(t *testing.T) {
+	repo := pytorchRepo(t)
+	backends := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(backends, "pytorch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(testenv.RepoRoot(t), pytorch.CachePath())
+	if err := os.Symlink(shim, filepath.Join(backends, "pytorch", "libtriton_pytorch.so")); err != nil {
+		t.Fatal(err)
+	}
+	s := startBinary(t, "--model-repository="+repo, "--backend-directory="+backends)
+	if code, _, body := s.do("POST", "/v2/models/addsub/infer", "application/json", []byte(addsubRequest), nil); code != 200 || !strings.Contains(string(body), `"data":[1.5,6.0]`) {
+		t.Fatalf("infer with --backend-directory: %d %s", code, body)
+	}
+	s.terminate(60 * time.Second)
+
+	empty := t.TempDir()
+	s = startBinary(t, "--model-repository="+repo, "--backend-directory="+empty, "--exit-on-error=false")
+	code, _, body := s.do("POST", "/v2/repository/index", "application/json", []byte(`{}`), nil)
+	want := filepath.Join(empty, "pytorch", "libtriton_pytorch.so") + " (named by the backend directory " + empty + ") is missing"
+	if code != 200 || !strings.Contains(string(body), want) || !strings.Contains(string(body), "make deps") {
+		t.Errorf("index: %d %s; want the reason %q and how to build the shim", code, body, want)
+	}
+}
