@@ -192,6 +192,16 @@ class OtherArgs(torch.nn.Module):
         return x * n + y
 
 
+class Modes(torch.nn.Module):
+    """Scripted: (x + 1, BOOL [2]: [(x + 1).is_inference(), grad enabled]),
+    [true, false] under torch::InferenceMode, [false, false] under
+    torch::NoGradGuard (the INFERENCE_MODE tests)."""
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+        y = x + 1
+        return y, torch.tensor([y.is_inference(), torch.is_grad_enabled()])
+
+
 def models():
     """(file name, module, example inputs) of every model."""
     torch.manual_seed(20)
@@ -218,6 +228,7 @@ def models():
         ("list_out.pt", torch.jit.script(ListOut()), (f,)),
         ("tuple_list_int.pt", torch.jit.script(TupleListInt()), (f,)),
         ("other_args.pt", torch.jit.script(OtherArgs()), (f, 2, None)),
+        ("modes.pt", torch.jit.script(Modes()), (f,)),
     ]
 
 

@@ -19,7 +19,7 @@ func TestLoadErrors(t *testing.T) {
 		code               triton.Code
 		want               []string
 	}{{
-		name: "not_torchscript", file: "gen-modes.py", // a file that is not a TorchScript archive
+		name: "not_torchscript", file: "README.md", // a file that is not a TorchScript archive
 		config: `backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] ` + oneOut,
 		code:   triton.Internal, want: []string{"failed to load model 'not_torchscript': "},
 	}, {

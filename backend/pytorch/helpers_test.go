@@ -31,14 +31,10 @@ func needShim(t testing.TB) {
 	testenv.Need(t, filepath.Join(testenv.RepoRoot(t), pytorch.CachePath()), "run make deps (scripts/build-torch-shim.sh builds the shim)")
 }
 
-// modelFile returns the bytes of testdata/models/<file> (or testdata/<file>
-// for this package's own models).
+// modelFile returns the bytes of testdata/models/<file>.
 func modelFile(t testing.TB, file string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "models", file))
-	if os.IsNotExist(err) {
-		data, err = os.ReadFile(filepath.Join("testdata", file))
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
