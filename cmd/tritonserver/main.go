@@ -8,11 +8,13 @@
 //
 // Every option of tritonserver's parser is accepted, with its syntax and
 // its error messages (see parseFlags); an option that has no meaning here
-// (SageMaker, Vertex AI, CUDA memory pools, backend directories, tracing
-// for now, ...) is logged once at start with the reason.
+// (SageMaker, Vertex AI, CUDA memory pools, tracing for now, ...) is
+// logged once at start with the reason.
 //
-// It serves ONNX models with ONNX Runtime and, for the example repository,
-// Go backends compiled in ("reverse"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
+// It serves ONNX models with ONNX Runtime, TorchScript models with libtorch
+// (the pytorch backend, whose shim --backend-directory can point at) and,
+// for the example repository, Go backends compiled in ("reverse",
+// "pixels"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
 // gracefully: not ready at once, in-flight requests finish within
 // --exit-timeout-secs.
 package main
@@ -44,6 +46,7 @@ import (
 	"github.com/triton-go/triton/backend/pytorch"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/pixels"
 	"github.com/triton-go/triton/internal/repeat"
 	"github.com/triton-go/triton/metrics"
 	"github.com/triton-go/triton/ratelimit"
@@ -243,6 +246,7 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithBackend("reverse", reverse),
 		triton.WithBackend("repeat", &repeat.Backend{}),
 		triton.WithBackend("tokens", tokens{}),
+		triton.WithBackend(pixels.Name, pixels.Backend),
 	}
 	opts = append(opts, triton.WithModelLoadThreads(cfg.modelLoadThreads), triton.WithModelLoadRetries(cfg.modelLoadRetries))
 	if cfg.id != "" {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +82,37 @@ func TestBackendDirectoryFlag(t *testing.T) {
 	want := filepath.Join(empty, "pytorch", "libtriton_pytorch.so") + " (named by the backend directory " + empty + ") is missing"
 	if code != 200 || !strings.Contains(string(body), want) || !strings.Contains(string(body), "make deps") {
 		t.Errorf("index: %d %s; want the reason %q and how to build the shim", code, body, want)
+	}
+}
+
+// TestServeDigitsEnsemble: the example repository's digits ensemble runs
+// its Go, PyTorch and ONNX Runtime steps in the binary; a blank image's
+// probabilities come back over HTTP, ten of them adding up to 1.
+func TestServeDigitsEnsemble(t *testing.T) {
+	testenv.Need(t, filepath.Join(testenv.RepoRoot(t), pytorch.CachePath()), "run make deps (scripts/build-torch-shim.sh builds the shim)")
+	s := startBinary(t, "--model-repository="+exampleRepo, "--model-control-mode=explicit",
+		"--load-model=digits_pixels", "--load-model=digits_cnn", "--load-model=digits_softmax", "--load-model=digits")
+	req := `{"inputs":[{"name":"IMAGE","shape":[1,28,28],"datatype":"UINT8","data":[` + strings.TrimSuffix(strings.Repeat("0,", 28*28), ",") + `]}]}`
+	code, _, body := s.do("POST", "/v2/models/digits/infer", "application/json", []byte(req), nil)
+	if code != 200 {
+		t.Fatalf("infer: %d %s", code, body)
+	}
+	var resp struct {
+		Outputs []struct {
+			Name  string
+			Shape []int
+			Data  []float64
+		}
+	}
+	if err := json.Unmarshal(body, &resp); err != nil || len(resp.Outputs) != 1 {
+		t.Fatalf("answer %s (%v)", body, err)
+	}
+	out := resp.Outputs[0]
+	sum := 0.0
+	for _, p := range out.Data {
+		sum += p
+	}
+	if out.Name != "PROBS" || !slices.Equal(out.Shape, []int{1, 10}) || len(out.Data) != 10 || math.Abs(sum-1) > 1e-5 {
+		t.Errorf("output %+v (sum %v), want PROBS [1 10] adding up to 1", out, sum)
 	}
 }
