@@ -257,6 +257,16 @@ func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.Te
 // nextID is the last trace id given; ids start at 1.
 var nextID atomic.Uint64
 
+// Mode returns the tracer's mode, ModeTriton or ModeOpenTelemetry ("" for
+// nil). Only mode opentelemetry reads the carrier given to [Tracer.Start],
+// so an adapter need not build one otherwise.
+func (t *Tracer) Mode() string {
+	if t == nil {
+		return ""
+	}
+	return t.mode
+}
+
 // Flush waits until the traces that have ended are written (mode triton:
 // streamed to the trace file, or to the indexed files of the groups that
 // are complete) and the file is on disk; in mode opentelemetry it does
