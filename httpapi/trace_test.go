@@ -87,6 +87,9 @@ func TestTraceHTTP(t *testing.T) {
 		`{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}`)})
 	wantStatus(t, bad, 400)
 	wantStatus(t, serve(h, req{path: "/v2/models/nosuch/infer", body: []byte(`{}`)}), 400)
+	if md := serve(h, req{path: "/v2"}); !strings.Contains(md.Body.String(), `"statistics","trace","logging"`) {
+		t.Errorf("server metadata without the trace extension: %s", md.Body.String())
+	}
 	// The trace settings endpoint now refuses what cannot sample.
 	rec := serve(h, req{path: "/v2/trace/setting", body: []byte(`{"trace_rate":"0"}`)})
 	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "Attempting to set invalid trace setting :sample rate must be non-zero") {

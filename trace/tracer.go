@@ -249,9 +249,21 @@ func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.Te
 	s.mu.Lock()
 	s.live++
 	s.mu.Unlock()
-	tr := &tree{smp: s, level: s.set.Level, open: 1}
-	tr.root = &Trace{tree: tr, rec: &Record{ID: nextID.Add(1), Model: model, Remote: remote}}
-	return tr.root
+	// One allocation for the root trace, its record and room for the
+	// server's seven stamps and the adapter's five.
+	b := &rootBox{}
+	b.rec = Record{ID: nextID.Add(1), Model: model, Remote: remote, Stamps: b.stamps[:0]}
+	b.tree = tree{smp: s, level: s.set.Level, open: 1, root: &b.trace}
+	b.trace = Trace{tree: &b.tree, rec: &b.rec}
+	return &b.trace
+}
+
+// rootBox is what a sampled request's trace needs, allocated at once.
+type rootBox struct {
+	tree   tree
+	trace  Trace
+	rec    Record
+	stamps [12]Stamp
 }
 
 // nextID is the last trace id given; ids start at 1.
