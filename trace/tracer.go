@@ -143,7 +143,7 @@ func (t *Tracer) update(scope string, global settings.Trace, models map[string]s
 			return s
 		}
 		if s != nil {
-			s.retire()
+			s.retire(false)
 		}
 		return t.newSampler(set)
 	}
@@ -159,7 +159,7 @@ func (t *Tracer) update(scope string, global settings.Trace, models map[string]s
 	}
 	for m, s := range prevModels {
 		if _, ok := models[m]; !ok {
-			s.retire()
+			s.retire(false)
 		}
 	}
 	st.active = st.global.canTrace()
@@ -304,13 +304,13 @@ func (t *Tracer) Close(ctx context.Context) error {
 		return nil
 	}
 	t.closed = true
-	t.stop()
 	old := t.state.Swap(&state{})
 	t.mu.Unlock()
+	t.stop() // not under t.mu: the store calls update with its own lock held
 	if old != nil {
-		old.global.retire()
+		old.global.retire(true)
 		for _, s := range old.models {
-			s.retire()
+			s.retire(true)
 		}
 	}
 	if t.file != nil {
@@ -327,10 +327,14 @@ func (t *Tracer) Close(ctx context.Context) error {
 }
 
 // retire marks s replaced: once its last sampled trace has ended, what it
-// still buffers is written.
-func (s *sampler) retire() {
+// still buffers is written; at once when final (the tracer closes: traces
+// still open are dropped when they end).
+func (s *sampler) retire(final bool) {
 	s.mu.Lock()
 	s.retired = true
+	if final {
+		s.live = 0
+	}
 	recs, indexed := s.flushLocked()
 	s.mu.Unlock()
 	s.write(recs, indexed)
