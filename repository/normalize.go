@@ -45,7 +45,10 @@ type NormalizeOptions struct {
 //   - instance_group: when absent, one group named after the model; each
 //     group gets the name <model>_<index> when unnamed, KIND_AUTO resolved
 //     to KIND_GPU when opts.GPUs > 0 and every listed GPU exists (KIND_CPU
-//     otherwise), count 0 replaced by the default (1; 2 for KIND_CPU
+//     otherwise; always KIND_CPU for a group of the pytorch backend that
+//     lists no GPUs, since this server's libtorch has no CUDA: a model
+//     without instance_group must not fail on a machine with GPUs), count
+//     0 replaced by the default (1; 2 for KIND_CPU
 //     groups of the onnxruntime and tensorflow backends), and a KIND_GPU
 //     group without gpus gets every visible GPU.
 //
@@ -148,7 +151,7 @@ func normalizeInstanceGroups(cfg *modelconfig.ModelConfig, opts NormalizeOptions
 		}
 		if g.Kind == modelconfig.ModelInstanceGroup_KIND_AUTO {
 			g.Kind = modelconfig.ModelInstanceGroup_KIND_CPU
-			if opts.GPUs > 0 && gpusExist(g.Gpus, opts.GPUs) {
+			if opts.GPUs > 0 && gpusExist(g.Gpus, opts.GPUs) && (len(g.Gpus) > 0 || !cpuOnly(cfg.Backend)) {
 				g.Kind = modelconfig.ModelInstanceGroup_KIND_GPU
 			}
 		}
@@ -165,6 +168,14 @@ func normalizeInstanceGroups(cfg *modelconfig.ModelConfig, opts NormalizeOptions
 			}
 		}
 	}
+}
+
+// cpuOnly reports whether backend runs only on the CPU in this server,
+// so that KIND_AUTO means KIND_CPU for it: pytorch (backend/pytorch runs
+// the CPU libtorch of Debian's libtorch-dev, and refuses KIND_GPU with an
+// error that says so).
+func cpuOnly(backend string) bool {
+	return backend == "pytorch"
 }
 
 // gpusExist reports whether every listed GPU id is below n.

@@ -108,6 +108,29 @@ func TestNormalize(t *testing.T) {
 				]`,
 		},
 		{
+			name: "pytorch: AUTO is CPU with GPUs, unless the group lists GPUs",
+			opts: repository.NormalizeOptions{GPUs: 2},
+			in: `name: "m" platform: "pytorch_libtorch"
+				instance_group [ { count: 2 }, { kind: KIND_AUTO gpus: [ 1 ] }, { kind: KIND_GPU } ]`,
+			want: `name: "m" platform: "pytorch_libtorch" backend: "pytorch" default_model_filename: "model.pt"
+				version_policy { latest { num_versions: 1 } }
+				optimization { ` + pinned + ` }
+				instance_group [
+					{ name: "m_0" kind: KIND_CPU count: 2 },
+					{ name: "m_1" kind: KIND_GPU count: 1 gpus: [ 1 ] },
+					{ name: "m_2" kind: KIND_GPU count: 1 gpus: [ 0, 1 ] }
+				]`,
+		},
+		{
+			name: "pytorch without instance_group is one CPU instance on a GPU machine",
+			opts: repository.NormalizeOptions{GPUs: 1},
+			in:   `name: "m" backend: "pytorch"`,
+			want: `name: "m" platform: "pytorch_libtorch" backend: "pytorch" default_model_filename: "model.pt"
+				version_policy { latest { num_versions: 1 } }
+				optimization { ` + pinned + ` }
+				instance_group { name: "m" kind: KIND_CPU count: 1 }`,
+		},
+		{
 			name: "KIND_GPU without GPUs keeps an empty gpus list",
 			in:   `name: "m" backend: "b" instance_group { kind: KIND_GPU }`,
 			want: `name: "m" backend: "b"

@@ -66,12 +66,16 @@
 //     forward; false runs forward under torch::NoGradGuard.
 //   - DISABLE_OPTIMIZED_EXECUTION: the graph executor's optimizations off.
 //   - ENABLE_JIT_EXECUTOR, ENABLE_JIT_PROFILING, ENABLE_TENSOR_FUSER: set
-//     libtorch's switches before each forward when given; libtorch's
-//     defaults otherwise. As in Triton these are process-wide switches, so
-//     models that set them differently overwrite each other per call.
+//     libtorch's switches before each forward when given; when not, a
+//     forward runs with what the previous one left (libtorch's defaults if
+//     no model set them). As in Triton these are process-wide switches, so
+//     models that set them differently overwrite each other per call;
+//     torchrun.Settings reads them.
 //   - INTRA_OP_THREAD_COUNT, INTER_OP_THREAD_COUNT: libtorch's thread pools,
 //     sized once per process: the first model that sets one wins, and a
-//     later model's different value is logged as not applied.
+//     later model's different value is logged as not applied. The intra-op
+//     count holds on every thread that runs a forward, also one that ran
+//     forwards before it was set (libtorch's OpenMP count is per thread).
 //   - ENABLE_WEIGHT_SHARING: the model's instances share one loaded module
 //     instead of loading one each.
 //   - ENABLE_CACHE_CLEANING, DISABLE_CUDNN: accepted and validated; they act
@@ -80,7 +84,10 @@
 // # Instances
 //
 // KIND_CPU and KIND_MODEL instances run on the CPU (one instance by
-// default, Triton's default for this backend). KIND_GPU fails the load
+// default, Triton's default for this backend). KIND_AUTO, and a config
+// without instance_group, is KIND_CPU even on a machine with GPUs (unlike
+// Triton, repository.Normalize's rule for this backend), unless the group
+// lists GPUs. KIND_GPU fails the load
 // with an error saying that a CUDA build of libtorch is needed: the shim
 // is built against the CPU libtorch that Debian packages.
 //

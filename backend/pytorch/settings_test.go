@@ -2,6 +2,8 @@ package pytorch_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/pytorch"
+	"github.com/triton-go/triton/cgo/torchrun"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -51,55 +54,128 @@ func TestInferenceModeParameter(t *testing.T) {
 	}
 }
 
-// TestExecutionParameters: the JIT, fuser and optimization switches and
-// the GPU-only ones are accepted, logged as Triton logs them, and the
-// model serves.
+// params returns config.pbtxt parameters for the key, value pairs kv.
+func params(kv ...string) string {
+	out := ""
+	for i := 0; i+1 < len(kv); i += 2 {
+		out += fmt.Sprintf(`parameters { key: %q value: { string_value: %q } } `, kv[i], kv[i+1])
+	}
+	return out
+}
+
+// switches reads libtorch's four JIT switches: [optimize, executor,
+// profiling, fuser].
+func switches(t *testing.T) [4]bool {
+	t.Helper()
+	s, err := torchrun.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [4]bool{s.GraphExecutorOptimize, s.ExecutorMode, s.ProfilingMode, s.TensorExprFuser}
+}
+
+// TestExecutionParameters: DISABLE_OPTIMIZED_EXECUTION, ENABLE_JIT_EXECUTOR,
+// ENABLE_JIT_PROFILING and ENABLE_TENSOR_FUSER are libtorch's switches
+// after a forward of the model (process-wide, as in Triton: set before
+// every forward); an unset one keeps the value the previous forward left,
+// and a model without DISABLE_OPTIMIZED_EXECUTION runs optimized again.
+// The parameters are logged as Triton logs them, and the GPU-only ones
+// are said to have no effect on the CPU.
 func TestExecutionParameters(t *testing.T) {
-	params := ""
-	for k, v := range map[string]string{
-		pytorch.ParamDisableOptimizedExecution: "true", pytorch.ParamEnableJITExecutor: "false", pytorch.ParamEnableJITProfiling: "false",
-		pytorch.ParamEnableTensorFuser: "false", pytorch.ParamEnableCacheCleaning: "true", pytorch.ParamDisableCUDNN: "true",
-	} {
-		params += fmt.Sprintf(`parameters { key: %q value: { string_value: %q } } `, k, v)
+	const (
+		opt, exec, prof, fuser = pytorch.ParamDisableOptimizedExecution, pytorch.ParamEnableJITExecutor,
+			pytorch.ParamEnableJITProfiling, pytorch.ParamEnableTensorFuser
+	)
+	r := newRepo(t)
+	steps := []struct {
+		model, params string
+		want          [4]bool // optimize, executor, profiling, fuser
+	}{
+		{"off", params(opt, "true", exec, "false", prof, "false", fuser, "false",
+			pytorch.ParamEnableCacheCleaning, "true", pytorch.ParamDisableCUDNN, "true"), [4]bool{false, false, false, false}},
+		{"none", "", [4]bool{true, false, false, false}},
+		{"mixed", params(opt, "1", exec, "On", fuser, "0"), [4]bool{false, true, false, false}},
+		{"on", params(opt, "false", exec, "true", prof, "true", fuser, "true"), [4]bool{true, true, true, true}}, // libtorch's defaults, left for the other tests
+		{"none", "", [4]bool{true, true, true, true}},
+	}
+	for _, s := range steps {
+		r.model(s.model, "modes.pt", modesConfig+s.params)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	srv := newRepo(t).model("modes", "modes.pt", modesConfig+params).serve(triton.WithLogger(zap.New(core)))
-	resp := infer(t, srv, "modes", must(tensor.From("x", tensor.Shape{2}, []float32{1, 2})))
-	if y := floats(t, resp, "Y__0"); !slices.Equal(y, []float32{2, 3}) {
-		t.Errorf("Y__0 = %v, want x+1", y)
+	srv := r.serve(triton.WithLogger(zap.New(core)))
+	for _, s := range steps {
+		resp := infer(t, srv, s.model, must(tensor.From("x", tensor.Shape{2}, []float32{1, 2})))
+		if y := floats(t, resp, "Y__0"); !slices.Equal(y, []float32{2, 3}) {
+			t.Errorf("%s: Y__0 = %v, want x+1", s.model, y)
+		}
+		if got := switches(t); got != s.want {
+			t.Errorf("after a forward of model '%s': [optimize, executor, profiling, fuser] = %v, want %v", s.model, got, s.want)
+		}
 	}
 	for _, want := range []string{
-		"Optimized execution is disabled for model instance 'modes'", "Cache Cleaning is enabled for model instance 'modes'",
-		"cuDNN is disabled for model instance 'modes'", "Tensor fuser is disabled for model instance 'modes'",
-		"Jit profiling is disabled for model instance 'modes'", "Jit executor is disabled for model instance 'modes'",
-		"ENABLE_CACHE_CLEANING and DISABLE_CUDNN only act on GPU instances",
+		"Optimized execution is disabled for model instance 'off'", "Cache Cleaning is enabled for model instance 'off'",
+		"cuDNN is disabled for model instance 'off'", "Tensor fuser is disabled for model instance 'off'",
+		"Jit profiling is disabled for model instance 'off'", "Jit executor is disabled for model instance 'off'",
+		"ENABLE_CACHE_CLEANING and DISABLE_CUDNN only act on GPU instances; model 'off' runs on the CPU",
+		"Optimized execution is enabled for model instance 'on'", "Jit executor is enabled for model instance 'mixed'",
 	} {
 		if logs.FilterMessageSnippet(want).Len() == 0 {
 			t.Errorf("no log line %q", want)
 		}
 	}
+	if n := logs.FilterMessageSnippet("Jit profiling is").FilterMessageSnippet("'mixed'").Len(); n != 0 {
+		t.Errorf("%d log lines about Jit profiling of model 'mixed', which leaves it unset", n)
+	}
 }
 
+// threadsChildEnv selects TestThreadCountsOncePerProcess's child.
+const threadsChildEnv = "PYTORCH_THREADS_CHILD"
+
 // TestThreadCountsOncePerProcess: libtorch's thread pools are sized once
-// per process, so a later model asking for other counts is told, in the
-// log, that its values are not applied.
+// per process, by the first model that sets a count. In a child process
+// (this process may have set them already), model 'first' is loaded and
+// run, then 'second' with other counts: libtorch's counts are the first's
+// after both forwards, and the second is told, in the log, that its values
+// are not applied.
 func TestThreadCountsOncePerProcess(t *testing.T) {
+	if os.Getenv(threadsChildEnv) == "" {
+		needShim(t)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestThreadCountsOncePerProcess$", "-test.v")
+		cmd.Env = append(os.Environ(), threadsChildEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestThreadCountsOncePerProcess") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
 	core, logs := observer.New(zap.InfoLevel)
-	n := runtime.NumCPU()
+	n := runtime.NumCPU() // above libtorch's defaults, which are at most the CPU count
+	counts := map[string][2]int{"first": {n + 1, n + 2}, "second": {n + 3, n + 4}}
 	r := newRepo(t)
-	for i, name := range []string{"first", "second"} {
+	for name, c := range counts {
 		r.model(name, "raises.pt", fmt.Sprintf(`backend: "pytorch"
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "%d" } }
-parameters { key: "INTER_OP_THREAD_COUNT" value: { string_value: "%d" } }`, n+i, 1+i))
+%s`, params(pytorch.ParamIntraOpThreadCount, fmt.Sprint(c[0]), pytorch.ParamInterOpThreadCount, fmt.Sprint(c[1]))))
 	}
 	srv := r.serve(triton.WithLogger(zap.New(core)), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("first"))
+	x := must(tensor.From("x", tensor.Shape{4}, []float32{1, 2, 3, 4}))
+	infer(t, srv, "first", x)
 	if err := srv.Load(t.Context(), "second", nil); err != nil {
 		t.Fatal(err)
 	}
+	infer(t, srv, "second", x)
+	s, err := torchrun.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := counts["first"]; s.IntraOpThreads != want[0] || s.InterOpThreads != want[1] {
+		t.Errorf("libtorch runs %d intra-op and %d inter-op threads; want %d and %d, model 'first''s", s.IntraOpThreads, s.InterOpThreads, want[0], want[1])
+	}
 	for _, want := range []string{
-		fmt.Sprintf("INTRA_OP_THREAD_COUNT %d of model 'second' is not applied: libtorch's intra-op thread count is set once per process", n+1),
-		"INTER_OP_THREAD_COUNT 2 of model 'second' is not applied",
+		fmt.Sprintf("Intra op thread count is set to %d for model instance 'first'", n+1),
+		fmt.Sprintf("Inter op thread count is set to %d for model instance 'first'", n+2),
+		fmt.Sprintf("INTRA_OP_THREAD_COUNT %d of model 'second' is not applied: libtorch's intra-op thread count is set once per process", n+3),
+		fmt.Sprintf("INTER_OP_THREAD_COUNT %d of model 'second' is not applied", n+4),
 	} {
 		if logs.FilterMessageSnippet(want).Len() != 1 {
 			var all []string

@@ -44,5 +44,6 @@
 //
 // [Module.Forward] is safe for concurrent use, as libtorch's forward is;
 // [Module.Close] waits for the calls in progress. libtorch's JIT switches
-// ([Options]) and thread counts ([SetThreads]) are process-wide.
+// ([Options]) and thread counts ([SetThreads]) are process-wide; [Settings]
+// reads them.
 package torchrun

@@ -25,6 +25,7 @@ static struct {
 	__typeof__(&tshim_set_intra_threads) set_intra_threads;
 	__typeof__(&tshim_set_interop_threads) set_interop_threads;
 	__typeof__(&tshim_live) live;
+	__typeof__(&tshim_get_settings) get_settings; // optional: NULL in a shim built before it
 } fns;
 
 // errorf returns a malloc'd message "<path>: <what>: <detail>".
@@ -74,6 +75,7 @@ char *trun_open(const char *path) {
 		}
 		*syms[i].slot = p;
 	}
+	fns.get_settings = (__typeof__(&tshim_get_settings))dlsym(h, "tshim_get_settings");
 	return NULL;
 }
 
@@ -110,3 +112,7 @@ char *trun_set_intra_threads(int n) { return fns.set_intra_threads(n); }
 char *trun_set_interop_threads(int n) { return fns.set_interop_threads(n); }
 
 size_t trun_live(void) { return fns.live(); }
+
+int trun_has_settings(void) { return fns.get_settings != NULL; }
+
+char *trun_get_settings(tshim_settings *out) { return fns.get_settings(out); }

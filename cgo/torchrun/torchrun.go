@@ -124,7 +124,9 @@ var (
 // Each is applied at most once per process (Triton's rule: the first model
 // that sets it wins); it reports which were applied. libtorch refuses the
 // inter-op count once inter-op work has started: that is an *Error, and the
-// count is not tried again.
+// count is not tried again. libtorch keeps the intra-op (OpenMP) count per
+// thread; the shim applies it to every thread that runs a forward after it
+// is set, so that it holds for the whole process ([Settings] reads it).
 func SetThreads(intra, inter int) (intraSet, interSet bool, err error) {
 	if !isOpen() {
 		return false, false, errNotOpen
@@ -149,6 +151,55 @@ func SetThreads(intra, inter int) (intraSet, interSet bool, err error) {
 		interSet = true
 	}
 	return intraSet, interSet, nil
+}
+
+// GlobalSettings are libtorch's execution switches and thread counts,
+// which are process-wide (a model's [Options] and [SetThreads] change them
+// for every module), as [Settings] reads them.
+type GlobalSettings struct {
+	// GraphExecutorOptimize is torch::jit::getGraphExecutorOptimize():
+	// false while a module with DisableOptimizedExecution runs. libtorch
+	// keeps it per thread and the shim sets it before every forward, on
+	// the forward's thread, so this is its value on the thread of the
+	// process's most recent forward, read as that forward returned (before
+	// any forward, libtorch's default on the calling thread).
+	GraphExecutorOptimize bool
+	ExecutorMode          bool // torch::jit::getExecutorMode()
+	ProfilingMode         bool // torch::jit::getProfilingMode()
+	TensorExprFuser       bool // torch::jit::tensorExprFuserEnabled()
+	// IntraOpThreads is at::get_num_threads(), the OpenMP count a forward
+	// runs its parallel work with. libtorch's OpenMP build keeps the count
+	// per thread, and a thread that ran parallel work before
+	// at::set_num_threads keeps the old one; the shim applies the count
+	// of [SetThreads] to each thread before its next forward, and to the
+	// calling thread before reading it, so it is the process's count.
+	IntraOpThreads int
+	InterOpThreads int // at::get_num_interop_threads()
+}
+
+// Settings reads libtorch's process-wide execution switches and thread
+// counts (see [GlobalSettings]). It fails before [Open] has succeeded, and
+// with a shim built before Settings existed (rebuild it with
+// scripts/build-torch-shim.sh).
+func Settings() (GlobalSettings, error) {
+	if !isOpen() {
+		return GlobalSettings{}, errNotOpen
+	}
+	if C.trun_has_settings() == 0 {
+		return GlobalSettings{}, fmt.Errorf("torchrun: Settings: the shim %s lacks tshim_get_settings; rebuild it with scripts/build-torch-shim.sh", openPath)
+	}
+	var cs C.tshim_settings
+	if err := msgErr(C.trun_get_settings(&cs)); err != nil {
+		return GlobalSettings{}, err
+	}
+	return GlobalSettings{
+		GraphExecutorOptimize: cs.graph_executor_optimize != 0,
+		ExecutorMode:          cs.executor_mode != 0,
+		ProfilingMode:         cs.profiling_mode != 0,
+		TensorExprFuser:       cs.tensor_fuser != 0,
+		IntraOpThreads:        int(cs.intra_threads),
+		InterOpThreads:        int(cs.interop_threads),
+	}, nil
 }
 
 // Argument is one argument of forward (self excluded).

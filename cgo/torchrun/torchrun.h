@@ -32,4 +32,10 @@ char *trun_set_intra_threads(int n);
 char *trun_set_interop_threads(int n);
 size_t trun_live(void);
 
+// trun_has_settings reports whether the shim has tshim_get_settings (a
+// shim built before it lacks it); trun_get_settings may be called only
+// when it has.
+int trun_has_settings(void);
+char *trun_get_settings(tshim_settings *out);
+
 #endif // TORCHRUN_H

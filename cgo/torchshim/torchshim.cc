@@ -28,6 +28,15 @@ namespace {
 
 std::atomic<size_t> live{0};
 
+// intraThreads is the count of the last successful tshim_set_intra_threads
+// (0: none); threadIntra the count applied to this thread.
+std::atomic<int> intraThreads{0};
+thread_local int threadIntra = 0;
+
+// lastOptimize is getGraphExecutorOptimize() on the thread of the most
+// recent forward, read as it returned (-1: no forward yet).
+std::atomic<int> lastOptimize{-1};
+
 // oom is the message when there is no memory for one; never freed.
 char oom[] = "torchshim: out of memory";
 
@@ -221,7 +230,21 @@ c10::List<std::string> stringsInput(const tshim_value &v) {
 	return l;
 }
 
+// syncThreads applies the intra-op count set by tshim_set_intra_threads
+// to the calling thread. at::set_num_threads sets OpenMP's count of the
+// thread that calls it (and the count later threads start with); a thread
+// that ran parallel work before keeps its own, so each thread that runs a
+// forward takes the process's count once after every change.
+void syncThreads() {
+	int n = intraThreads.load(std::memory_order_relaxed);
+	if (n > 0 && threadIntra != n) {
+		at::set_num_threads(n);
+		threadIntra = n;
+	}
+}
+
 void applyOptions(const tshim_options &o) {
+	syncThreads();
 	torch::jit::setGraphExecutorOptimize(o.disable_optimized_execution == 0);
 	if (o.jit_executor != TSHIM_UNSET) {
 		torch::jit::getExecutorMode() = o.jit_executor == TSHIM_TRUE;
@@ -322,6 +345,7 @@ char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, 
 		}
 		applyOptions(m->opts);
 		c10::IValue r = m->module.forward(std::move(args));
+		lastOptimize.store(torch::jit::getGraphExecutorOptimize() ? 1 : 0);
 		auto o = std::make_unique<tshim_outputs>();
 		flatten(r, o.get());
 		*n_out = o->outs.size();
@@ -396,6 +420,8 @@ void tshim_outputs_free(tshim_outputs *o) {
 char *tshim_set_intra_threads(int n) {
 	try {
 		at::set_num_threads(n);
+		intraThreads.store(n, std::memory_order_relaxed);
+		threadIntra = n;
 		return nullptr;
 	} catch (const c10::Error &e) {
 		return msg(e.what_without_backtrace());
@@ -416,6 +442,27 @@ char *tshim_set_interop_threads(int n) {
 		return msg(e.what());
 	} catch (...) {
 		return msg("unknown exception setting the inter-op thread count");
+	}
+}
+
+char *tshim_get_settings(tshim_settings *out) {
+	*out = tshim_settings{};
+	try {
+		syncThreads();
+		int opt = lastOptimize.load();
+		out->graph_executor_optimize = opt >= 0 ? opt : torch::jit::getGraphExecutorOptimize() ? 1 : 0;
+		out->executor_mode = torch::jit::getExecutorMode().load() ? 1 : 0;
+		out->profiling_mode = torch::jit::getProfilingMode().load() ? 1 : 0;
+		out->tensor_fuser = torch::jit::tensorExprFuserEnabled() ? 1 : 0;
+		out->intra_threads = at::get_num_threads();
+		out->interop_threads = at::get_num_interop_threads();
+		return nullptr;
+	} catch (const c10::Error &e) {
+		return msg(e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(e.what());
+	} catch (...) {
+		return msg("unknown exception reading libtorch's settings");
 	}
 }
 

@@ -150,6 +150,33 @@ void tshim_outputs_free(tshim_outputs *o);
 char *tshim_set_intra_threads(int n);
 char *tshim_set_interop_threads(int n);
 
+// tshim_settings are libtorch's execution switches and thread counts, as
+// tshim_get_settings reads them (1 true, 0 false for the switches).
+typedef struct {
+	int graph_executor_optimize; // torch::jit::getGraphExecutorOptimize(), see tshim_get_settings
+	int executor_mode;           // torch::jit::getExecutorMode()
+	int profiling_mode;          // torch::jit::getProfilingMode()
+	int tensor_fuser;            // torch::jit::tensorExprFuserEnabled()
+	int intra_threads;           // at::get_num_threads(), see tshim_get_settings
+	int interop_threads;         // at::get_num_interop_threads()
+} tshim_settings;
+
+// tshim_get_settings fills *out. The executor, profiling and fuser
+// switches and the inter-op count are process-wide and read as they are.
+// Two are per thread in libtorch, and read so that they say what a forward
+// runs with:
+//   - graph_executor_optimize is the value on the thread of the most recent
+//     tshim_forward, read when that forward returned (tshim_forward sets it
+//     on its own thread before every call); before any forward, the calling
+//     thread's.
+//   - intra_threads is the calling thread's OpenMP count, after the count
+//     of tshim_set_intra_threads is applied to that thread, as tshim_forward
+//     applies it to its own thread before every call (libtorch's OpenMP
+//     build keeps the count per thread, and a thread that ran parallel work
+//     before at::set_num_threads keeps the old one).
+// It fails only if libtorch throws.
+char *tshim_get_settings(tshim_settings *out);
+
 // tshim_live is the number of modules and outputs objects not yet freed,
 // for leak checks in tests.
 size_t tshim_live(void);
