@@ -122,8 +122,25 @@ type Trace struct {
 	Rate         uint32
 	Count        int32 // -1: no limit
 	LogFrequency uint32
-	File         string // always "": no trace file
-	Mode         string // always "triton"
+	File         string // the trace file of the command line ([Store.SetTraceDefaults]); "" for none
+	Mode         string // the tracer's mode ([Store.SetTraceMode]): "triton" (default) or "opentelemetry"
+}
+
+// Valid reports whether a setting can sample, with Triton's reason when it
+// cannot: "tracing is disabled" (level OFF), "sample rate must be
+// non-zero", "trace file name is not given" (mode triton without a file);
+// a count of 0 (no traces left) is invalid with an empty reason, as in
+// Triton.
+func (t Trace) Valid() (ok bool, reason string) {
+	switch {
+	case t.Level&(TraceTimestamps|TraceTensors) == 0:
+		return false, "tracing is disabled"
+	case t.Rate == 0:
+		return false, "sample rate must be non-zero"
+	case t.Mode != "opentelemetry" && t.File == "":
+		return false, "trace file name is not given"
+	}
+	return t.Count != 0, ""
 }
 
 // The keys of a [TraceUpdate], as both protocols name the settings.
@@ -164,9 +181,13 @@ type Store struct {
 
 	mu sync.Mutex
 	// mu protects the following.
-	log    Log
-	global Trace
-	models map[string]*modelTrace
+	log      Log
+	global   Trace
+	def      Trace // what clearing a global value restores
+	checked  bool  // a tracer samples by these settings: refuse invalid ones
+	models   map[string]*modelTrace
+	watchers map[int]func(scope string, global Trace, models map[string]Trace)
+	nextW    int
 }
 
 // NewStore returns a store with Triton's default settings. With a non-nil
@@ -178,6 +199,7 @@ func NewStore(level *zap.AtomicLevel) *Store {
 		level:  level,
 		log:    Log{Info: true, Warning: true, Error: true, Format: LogFormatDefault},
 		global: defaultTrace,
+		def:    defaultTrace,
 		models: make(map[string]*modelTrace),
 	}
 	if level != nil {
@@ -357,26 +379,54 @@ func (s *Store) UpdateTrace(p Protocol, model string, u TraceUpdate) (Trace, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if model == "" {
-		g, def := &s.global, defaultTrace
+		g, def := s.global, s.def
 		apply(&g.Level, own.level, clr.level, def.Level)
 		apply(&g.Rate, own.rate, clr.rate, def.Rate)
 		apply(&g.Count, own.count, clr.count, def.Count)
 		apply(&g.LogFrequency, own.logFrequency, clr.logFrequency, def.LogFrequency)
-		return *g, nil
+		if err := s.checkLocked(g); err != nil {
+			return s.global, err
+		}
+		s.global = g
+		s.notifyLocked("")
+		return g, nil
 	}
-	m := s.models[model]
-	if m == nil {
-		m = &modelTrace{}
-		s.models[model] = m
+	var m modelTrace
+	if cur := s.models[model]; cur != nil {
+		m = *cur
 	}
 	applyOwn(&m.level, own.level, clr.level)
 	applyOwn(&m.rate, own.rate, clr.rate)
 	applyOwn(&m.count, own.count, clr.count)
 	applyOwn(&m.logFrequency, own.logFrequency, clr.logFrequency)
-	if *m == (modelTrace{}) {
+	if m == (modelTrace{}) {
 		delete(s.models, model)
+		s.notifyLocked(model)
+		return s.traceLocked(model), nil
 	}
-	return s.traceLocked(model), nil
+	t := s.global
+	set(&t.Level, m.level)
+	set(&t.Rate, m.rate)
+	set(&t.Count, m.count)
+	set(&t.LogFrequency, m.logFrequency)
+	if err := s.checkLocked(t); err != nil {
+		return s.traceLocked(model), err
+	}
+	s.models[model] = &m
+	s.notifyLocked(model)
+	return t, nil
+}
+
+// checkLocked refuses a setting a tracer could not sample by, unless it
+// disables tracing, as Triton does.
+func (s *Store) checkLocked(t Trace) error {
+	if !s.checked || t.Level == TraceOff {
+		return nil
+	}
+	if ok, reason := t.Valid(); !ok {
+		return invalidf("Attempting to set invalid trace setting :%s", reason)
+	}
+	return nil
 }
 
 // apply updates a global value: a new value wins over a clear, which
@@ -405,14 +455,94 @@ func ptr[T any](v T) *T { return &v }
 
 // ClearTrace drops every own trace value of model, so that the global
 // settings apply to it again; for model "" it restores the global defaults
-// (models' own values stay). An application may call it when a model goes
+// ([Store.SetTraceDefaults]; models' own values stay). An application may call it when a model goes
 // away, which Triton itself never does.
 func (s *Store) ClearTrace(model string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if model == "" {
-		s.global = defaultTrace
+		s.global = s.def
+	} else {
+		delete(s.models, model)
+	}
+	s.notifyLocked(model)
+}
+
+// SetTraceDefaults sets the global trace settings the server starts with
+// (tritonserver's --trace-config and --trace-* flags, trace_file and
+// log_frequency among them): the current global settings and the values
+// that clearing a global setting restores. t.Mode is ignored (see
+// [Store.SetTraceMode]). The protocols still cannot change trace_file.
+func (s *Store) SetTraceDefaults(t Trace) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Mode = s.global.Mode
+	s.global, s.def = t, t
+	s.notifyLocked("")
+}
+
+// SetTraceMode records the mode of the tracer that samples by these
+// settings ("triton" or "opentelemetry"; trace.New calls it), reported as
+// trace_mode. From then on an update that would leave a setting invalid
+// and not disabled ([Trace.Valid]) is refused, as Triton refuses it:
+// "Attempting to set invalid trace setting :<reason>" ([ErrInvalid]).
+// Without a tracer the settings are only stored and reported.
+func (s *Store) SetTraceMode(mode string) {
+	if mode == "" {
+		mode = "triton"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.global.Mode, s.def.Mode, s.checked = mode, mode, true
+	s.notifyLocked("")
+}
+
+// WatchTrace registers f, called after every change of the trace settings,
+// with the scope that changed (a model, or "" for the global settings,
+// which the models without values of their own follow) and the settings
+// that result ([Store.TraceSnapshot]). f runs with the store locked, in the
+// order of the changes: it must be quick and must not call the store.
+// It is also called once at once, with scope "". stop unregisters it.
+func (s *Store) WatchTrace(f func(scope string, global Trace, models map[string]Trace)) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watchers == nil {
+		s.watchers = make(map[int]func(string, Trace, map[string]Trace))
+	}
+	id := s.nextW
+	s.nextW++
+	s.watchers[id] = f
+	f("", s.global, s.modelsLocked())
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.watchers, id)
+	}
+}
+
+func (s *Store) notifyLocked(scope string) {
+	if len(s.watchers) == 0 {
 		return
 	}
-	delete(s.models, model)
+	models := s.modelsLocked()
+	for _, f := range s.watchers {
+		f(scope, s.global, models)
+	}
+}
+
+func (s *Store) modelsLocked() map[string]Trace {
+	models := make(map[string]Trace, len(s.models))
+	for m := range s.models {
+		models[m] = s.traceLocked(m)
+	}
+	return models
+}
+
+// TraceSnapshot returns the global trace settings and those of every model
+// with values of its own (the global ones filling in the rest), read at
+// once.
+func (s *Store) TraceSnapshot() (global Trace, models map[string]Trace) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.global, s.modelsLocked()
 }

@@ -94,6 +94,7 @@ type Stamp struct {
 type TensorRecord struct {
 	Activity TensorActivity
 	Tensor   tensor.Tensor
+	At       time.Time // when it was recorded (places it among the stamps)
 }
 
 // Record is a finished trace, what an exporter receives: one request's

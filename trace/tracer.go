@@ -1,0 +1,367 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton/settings"
+)
+
+// The modes of a [Config], as Triton names them.
+const (
+	ModeTriton        = "triton"
+	ModeOpenTelemetry = "opentelemetry"
+)
+
+// Config is what a Tracer needs beyond the settings store (tritonserver's
+// --trace-config).
+type Config struct {
+	// Mode is "triton" (the default, for "") or "opentelemetry"; it is the
+	// trace_mode the settings report.
+	Mode string
+
+	// OpenTelemetry mode only.
+
+	// URL is the OTLP endpoint; "" is http://localhost:4318/v1/traces.
+	URL string
+	// Protocol is "http/protobuf" (the default, Triton's) or "grpc"
+	// (beyond Triton).
+	Protocol string
+	// Resource is added after service.name=triton-inference-server,
+	// overriding it.
+	Resource []attribute.KeyValue
+	// BSPMaxQueueSize, BSPScheduleDelay and BSPMaxExportBatchSize tune the
+	// batch span processor; 0 takes the environment's
+	// OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_SCHEDULE_DELAY and
+	// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, else 2048, 5000 ms and 512.
+	BSPMaxQueueSize       int
+	BSPScheduleDelay      time.Duration
+	BSPMaxExportBatchSize int
+}
+
+// Tracer samples requests by the trace settings of a [settings.Store] and
+// hands the traces of sampled requests, once they have ended, to its
+// exporter. Create it with [New]; a nil *Tracer traces nothing. Safe for
+// concurrent use.
+type Tracer struct {
+	store *settings.Store
+	mode  string
+	log   *zap.Logger
+	stop  func() // stops watching the store
+
+	state atomic.Pointer[state] // the samplers of the current settings
+
+	file *fileWriter // mode triton
+	exp  exporter    // mode opentelemetry
+
+	mu     sync.Mutex
+	closed bool // mu protects closed
+}
+
+// state is the samplers of one version of the settings.
+type state struct {
+	active bool // some sampler can trace a request
+	global *sampler
+	models map[string]*sampler
+}
+
+// sampler is one trace setting in force, with its counters: Triton's
+// TraceSetting. An update of the settings replaces it, so its counters
+// restart; traces it sampled still end through it.
+type sampler struct {
+	t       *Tracer
+	set     settings.Trace
+	valid   bool
+	sampled atomic.Uint64 // requests that reached sampling
+	count   atomic.Int32  // traces left; -1: no limit
+
+	mu sync.Mutex
+	// mu protects the following.
+	collected uint64
+	pending   []*Record // ended traces not written yet (log_frequency > 0)
+	live      int       // sampled traces not ended yet
+	retired   bool      // replaced by an update, or the tracer closed
+}
+
+// New returns a tracer sampling by the trace settings of store, which it
+// watches for changes (a change applies to the next request) and whose
+// trace_mode it sets to cfg.Mode. In mode triton the traces go to the
+// settings' trace_file, written by one goroutine that [Tracer.Close]
+// stops; in mode opentelemetry they are exported as spans.
+func New(store *settings.Store, cfg Config, logger *zap.Logger) (*Tracer, error) {
+	if store == nil {
+		return nil, errors.New("trace: New needs a settings store")
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	mode := strings.ToLower(cfg.Mode)
+	if mode == "" {
+		mode = ModeTriton
+	}
+	t := &Tracer{store: store, mode: mode, log: logger}
+	switch mode {
+	case ModeTriton:
+		t.file = newFileWriter(logger)
+	case ModeOpenTelemetry:
+		exp, err := newOTelExporter(cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		t.exp = exp
+	default:
+		return nil, fmt.Errorf("invalid value for trace mode option: %s. Available options are \"triton\" and \"opentelemetry\"", mode)
+	}
+	store.SetTraceMode(mode)
+	t.stop = store.WatchTrace(t.update)
+	return t, nil
+}
+
+// update rebuilds the samplers after a change of scope ("" global), as
+// Triton does: the changed scope gets a new sampler (counters at 0), and
+// so does every other setting whose values changed (the models that
+// follow a changed global value); the others keep theirs.
+func (t *Tracer) update(scope string, global settings.Trace, models map[string]settings.Trace) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	old := t.state.Load()
+	keep := func(s *sampler, set settings.Trace, changed bool) *sampler {
+		if s != nil && !changed && s.set == set {
+			return s
+		}
+		if s != nil {
+			s.retire()
+		}
+		return t.newSampler(set)
+	}
+	st := &state{models: make(map[string]*sampler, len(models))}
+	var prevGlobal *sampler
+	var prevModels map[string]*sampler
+	if old != nil {
+		prevGlobal, prevModels = old.global, old.models
+	}
+	st.global = keep(prevGlobal, global, scope == "")
+	for m, set := range models {
+		st.models[m] = keep(prevModels[m], set, scope == m)
+	}
+	for m, s := range prevModels {
+		if _, ok := models[m]; !ok {
+			s.retire()
+		}
+	}
+	st.active = st.global.canTrace()
+	for _, s := range st.models {
+		st.active = st.active || s.canTrace()
+	}
+	t.state.Store(st)
+}
+
+func (t *Tracer) newSampler(set settings.Trace) *sampler {
+	set.Mode = t.mode
+	s := &sampler{t: t, set: set}
+	s.valid, _ = set.Valid()
+	s.count.Store(set.Count)
+	return s
+}
+
+// canTrace reports whether s may trace a request: it is valid, or (mode
+// opentelemetry) it traces requests with a remote parent.
+func (s *sampler) canTrace() bool {
+	return s.valid || (s.t.mode == ModeOpenTelemetry && s.set.Level != settings.TraceOff)
+}
+
+// sample decides on one request, as Triton does: every request counts,
+// the rate-th ones are traced while count lasts; forced ones (a remote
+// parent in mode opentelemetry) are traced whatever rate and count say.
+func (s *sampler) sample(forced bool) bool {
+	if !s.valid && !forced {
+		return false
+	}
+	if s.set.Rate == 0 { // forced, rate 0: Triton's "trace only propagated"
+		return true
+	}
+	n := s.sampled.Add(1)
+	if forced {
+		return true
+	}
+	if n%uint64(s.set.Rate) != 0 {
+		return false
+	}
+	for {
+		c := s.count.Load()
+		switch {
+		case c == 0:
+			return false // the last trace went to another request
+		case c < 0:
+			return true
+		case s.count.CompareAndSwap(c, c-1):
+			return true
+		}
+	}
+}
+
+// Start samples a request to model, as Triton samples (per-setting
+// counter, every rate-th request, count, and in mode opentelemetry forced
+// sampling of requests with a valid W3C parent). carrier is the request's
+// headers or metadata (nil in-process: then the span in ctx, if any, is
+// the parent in mode opentelemetry). It returns nil when the request is not
+// traced: every method of a nil *Trace is a no-op, so callers never
+// branch. Tracing off costs one atomic load and no allocation.
+func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.TextMapCarrier) *Trace {
+	if t == nil {
+		return nil
+	}
+	st := t.state.Load()
+	if st == nil || !st.active {
+		return nil
+	}
+	s := st.global
+	if m, ok := st.models[model]; ok {
+		s = m
+	}
+	if !s.canTrace() {
+		return nil
+	}
+	var remote oteltrace.SpanContext
+	if t.mode == ModeOpenTelemetry {
+		if carrier != nil {
+			remote = oteltrace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+		} else {
+			remote = oteltrace.SpanContextFromContext(ctx)
+		}
+	}
+	if !s.sample(remote.IsValid()) {
+		return nil
+	}
+	s.mu.Lock()
+	s.live++
+	s.mu.Unlock()
+	tr := &tree{smp: s, level: s.set.Level, open: 1}
+	tr.root = &Trace{tree: tr, rec: &Record{ID: nextID.Add(1), Model: model, Remote: remote}}
+	return tr.root
+}
+
+// nextID is the last trace id given; ids start at 1.
+var nextID atomic.Uint64
+
+// Flush waits until the traces that have ended are written (mode triton:
+// streamed to the trace file, or to the indexed files of the groups that
+// are complete) and the file is on disk; in mode opentelemetry it does
+// nothing. ctx bounds the wait.
+func (t *Tracer) Flush(ctx context.Context) error {
+	if t == nil || t.file == nil {
+		return nil
+	}
+	return t.file.flush(ctx)
+}
+
+// Close stops sampling, writes what the ended traces left buffered
+// (log_frequency's pending traces, the closing "]" of the trace file) or
+// flushes the exporter, and stops every goroutine of the tracer. Traces
+// that end later are dropped. ctx bounds the wait for the exporter.
+func (t *Tracer) Close(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.stop()
+	old := t.state.Swap(&state{})
+	t.mu.Unlock()
+	if old != nil {
+		old.global.retire()
+		for _, s := range old.models {
+			s.retire()
+		}
+	}
+	if t.file != nil {
+		return t.file.close(ctx)
+	}
+	done := make(chan error, 1)
+	go func() { done <- t.exp.close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retire marks s replaced: once its last sampled trace has ended, what it
+// still buffers is written.
+func (s *sampler) retire() {
+	s.mu.Lock()
+	s.retired = true
+	flush := s.flushLocked()
+	s.mu.Unlock()
+	s.write(flush)
+}
+
+// flushLocked takes the pending traces of a retired sampler whose traces
+// have all ended.
+func (s *sampler) flushLocked() []*Record {
+	if !s.retired || s.live > 0 || len(s.pending) == 0 {
+		return nil
+	}
+	recs := s.pending
+	s.pending = nil
+	return recs
+}
+
+// collect takes an ended trace tree, as Triton's WriteTrace does: with
+// log_frequency 0 it goes to the trace file at once (Triton holds it in
+// memory until the setting goes away; the file ends the same); otherwise it
+// waits for log_frequency traces, or the last one of count, which are then
+// written to the next indexed file.
+func (s *sampler) collect(r *Record) {
+	if s.t.exp != nil {
+		s.mu.Lock()
+		s.live--
+		s.mu.Unlock()
+		s.t.exp.export(r)
+		return
+	}
+	s.mu.Lock()
+	s.live--
+	s.collected++
+	if s.set.LogFrequency == 0 {
+		s.mu.Unlock()
+		s.t.file.stream(s.set.File, r)
+		return
+	}
+	s.pending = append(s.pending, r)
+	var recs []*Record
+	if (s.count.Load() == 0 && s.collected == s.sampled.Load()) || uint32(len(s.pending)) >= s.set.LogFrequency {
+		recs, s.pending = s.pending, nil
+	} else {
+		recs = s.flushLocked()
+	}
+	s.mu.Unlock()
+	s.write(recs)
+}
+
+// write hands recs, a group of log_frequency's traces, to the next
+// indexed file.
+func (s *sampler) write(recs []*Record) {
+	if len(recs) == 0 || s.t.file == nil {
+		return
+	}
+	s.t.file.indexed(s.set.File, recs)
+}
