@@ -207,6 +207,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 	}
 	v := newVersion(s.ctx, md.Name, n, cfg, sig, name, m, log)
 	v.observers = s.opts.observers
+	v.tracer = s.opts.tracer
 	v.labels = labels
 	if s.cache != nil && cfg.GetResponseCache().GetEnable() {
 		v.cache = s.cache

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/triton-go/triton/batcher"
+	"github.com/triton-go/triton/trace"
 )
 
 // durationCounter accumulates nanoseconds; counts live elsewhere when they
@@ -166,6 +167,7 @@ type timing struct {
 	executed                                                       int64 // batch size it ran in
 	cacheHit                                                       bool
 	firstResponse                                                  time.Duration // a decoupled model's first response (0: none, or not decoupled)
+	tr                                                             *trace.Trace  // nil: not traced
 }
 
 // sinceEpoch converts a backend's mark to the request path's clock.
@@ -211,6 +213,9 @@ func (c *counters) execution(size int64, t *timing) {
 func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 	if end == 0 {
 		end = now()
+	}
+	if t.tr != nil {
+		traceStages(t)
 	}
 	c := v.stats
 	total := end - t.start

@@ -9,6 +9,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/trace"
 )
 
 // InferRequest is one inference request; see [backend.InferRequest]. It is
@@ -53,6 +54,12 @@ func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse,
 		return v.inferOne(ctx, req)
 	}
 	t := timing{start: now()}
+	if v.tracer != nil {
+		var owned bool
+		if ctx, t.tr, owned = v.startTrace(ctx, req); owned {
+			defer t.tr.End()
+		}
+	}
 	batch, err := v.admit(ctx, req, &t)
 	if err != nil {
 		return nil, err
@@ -109,6 +116,9 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 		r.Inputs = c.in
 	}
 	t.queued = t.start
+	if t.tr != nil {
+		traceTensors(t.tr, trace.TensorQueueInput, req.Inputs)
+	}
 	if v.dyn != nil {
 		v.stats.pending.Add(1)
 		return v.inferBatched(ctx, req, c, t)
@@ -157,6 +167,9 @@ func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duratio
 	}
 	rows := c.req.BatchSize
 	resp, err := v.response(req, &c.req)
+	if t.tr != nil && err == nil {
+		traceTensors(t.tr, trace.TensorBackendOutput, resp.Outputs)
+	}
 	v.putCall(c)
 	v.finish(t, rows, err, end)
 	return resp, err

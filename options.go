@@ -14,6 +14,7 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repository"
+	"github.com/triton-go/triton/trace"
 )
 
 // Option configures a [Server] in [New]. Options are sealed: only this
@@ -43,6 +44,7 @@ type options struct {
 	loadRetries     int
 	configName      string
 	id              string
+	tracer          *trace.Tracer
 }
 
 func defaultOptions() options {
@@ -320,6 +322,18 @@ func WithServerID(id string) Option {
 			return errors.New("WithServerID: empty id")
 		}
 		o.id = id
+		return nil
+	})
+}
+
+// WithTracer traces requests with t (see package trace): the requests the
+// adapters start traces for, and in-process requests t samples; the
+// ensemble steps and BLS calls of a traced request are its child traces.
+// The application closes t after the server. Without it (or with nil)
+// nothing is traced and the request path pays nothing.
+func WithTracer(t *trace.Tracer) Option {
+	return optionFunc(func(o *options) error {
+		o.tracer = t
 		return nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/trace"
 )
 
 // StreamBuffer is how many responses of one request a decoupled model can
@@ -145,6 +146,12 @@ func (v *version) inferOne(ctx context.Context, req *InferRequest) (*InferRespon
 // above InferStream.
 func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield func(*InferResponse, error) bool) {
 	t := timing{start: now()}
+	if v.tracer != nil {
+		var owned bool
+		if ctx, t.tr, owned = v.startTrace(ctx, req); owned {
+			defer t.tr.End()
+		}
+	}
 	batch, err := v.admit(ctx, req, &t)
 	if err != nil {
 		yield(nil, err)
@@ -219,6 +226,9 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield 
 			return
 		}
 		resp, err := v.streamResponse(req, batch, r)
+		if t.tr != nil && err == nil {
+			traceTensors(t.tr, trace.TensorBackendOutput, resp.Outputs)
+		}
 		if r.Final && err == nil && len(resp.Outputs) == 0 {
 			c.response(&rs, responseEmpty, &t, 0)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/responsecache"
 	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/trace"
 )
 
 // version is one loaded model version: the backend model, its instance
@@ -63,6 +64,7 @@ type version struct {
 	calls     sync.Pool // of *call
 	stats     *counters
 	observers []Observer
+	tracer    *trace.Tracer        // nil: no tracing
 	cache     *responsecache.Cache // nil: the version does not cache
 	labels    map[string][]string  // output name → class labels (label_filename)
 
