@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/triton-go/triton/internal/otlptest"
+	"github.com/triton-go/triton/settings"
 )
 
 // t0 is when the hand-built requests of these tests start.
@@ -367,6 +370,78 @@ func TestOTelURL(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("otlpURL(%q, %q) = %q, %v; want %q", tc.url, tc.proto, got, err, tc.want)
+		}
+	}
+}
+
+// TestOTelTracer runs mode opentelemetry end to end through the Tracer:
+// a request whose headers carry a W3C traceparent is traced whatever the
+// rate (Triton's forced sampling) and continues that trace; an in-process
+// request continues the span of its context (a Go service embedding the
+// server); Close flushes both.
+func TestOTelTracer(t *testing.T) {
+	rcv := otlptest.Start(t)
+	store := settings.NewStore(nil)
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1})
+	tr, err := New(store, Config{Mode: ModeOpenTelemetry, URL: rcv.HTTPURL, BSPScheduleDelay: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := store.Trace("").Mode; got != ModeOpenTelemetry {
+		t.Errorf("trace_mode %q, want opentelemetry", got)
+	}
+	run := func(x *Trace, model string) {
+		t.Helper()
+		if x == nil {
+			t.Fatalf("request to %s not traced", model)
+		}
+		x.Bind(model, 1, "")
+		for i, a := range []Activity{RequestStart, QueueStart, ComputeStart, ComputeInputEnd, ComputeOutputStart, ComputeEnd, RequestEnd} {
+			x.Stamp(a, at(i))
+		}
+		x.End()
+	}
+	carrier := propagation.HeaderCarrier(http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+	run(tr.Start(context.Background(), "remote", carrier), "remote")
+	if x := tr.Start(context.Background(), "unsampled", nil); x != nil {
+		t.Error("the first request without a parent was traced at rate 1000")
+	}
+
+	// The caller's own span, from its own SDK provider.
+	callerTP := sdktrace.NewTracerProvider()
+	ctx, caller := callerTP.Tracer("service").Start(context.Background(), "handler")
+	run(tr.Start(ctx, "inproc", nil), "inproc")
+	caller.End()
+	if err := callerTP.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := tr.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) != 6 {
+		t.Fatalf("%d spans, want 6 (root, model, compute for two requests): %+v", len(spans), spans)
+	}
+	for _, tc := range []struct {
+		model         string
+		trace, parent string
+	}{
+		{"remote", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"},
+		{"inproc", caller.SpanContext().TraceID().String(), caller.SpanContext().SpanID().String()},
+	} {
+		m := otlptest.Find(spans, tc.model)
+		if len(m) != 1 {
+			t.Fatalf("model spans %s: %d, want 1", tc.model, len(m))
+		}
+		var root *otlptest.Span
+		for _, s := range otlptest.Find(spans, "InferRequest") {
+			if s.SpanID == m[0].ParentID {
+				root = &s
+			}
+		}
+		if root == nil || root.TraceID != tc.trace || root.ParentID != tc.parent || m[0].TraceID != tc.trace {
+			t.Errorf("request %s: root %+v, want trace %s under span %s", tc.model, root, tc.trace, tc.parent)
 		}
 	}
 }
