@@ -65,7 +65,7 @@ func traceStages(t *timing) {
 		tr.Stamp(trace.ComputeOutputStart, stampTime(out))
 		tr.Stamp(trace.ComputeEnd, stampTime(t.computeEnd))
 	}
-	tr.Stamp(trace.RequestEnd, time.Now())
+	tr.Stamp(trace.RequestEnd, stampTime(now()))
 }
 
 // stampTime converts the request path's clock to a time with its

@@ -277,7 +277,7 @@ func appendRecord(b []byte, r *Record, comma bool) []byte {
 		b = append(b, `,"timestamps":[{"name":"`...)
 		b = append(b, s.Activity.String()...)
 		b = append(b, `","ns":`...)
-		b = strconv.AppendInt(b, max(int64(s.At.Sub(base)), 0), 10)
+		b = strconv.AppendInt(b, int64(s.At.Sub(base)), 10)
 		b = append(b, `}]}`...)
 	}
 	tensors(time.Time{}, true)

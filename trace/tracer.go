@@ -309,27 +309,30 @@ func (t *Tracer) Close(ctx context.Context) error {
 func (s *sampler) retire() {
 	s.mu.Lock()
 	s.retired = true
-	flush := s.flushLocked()
+	recs, indexed := s.flushLocked()
 	s.mu.Unlock()
-	s.write(flush)
+	s.write(recs, indexed)
 }
 
 // flushLocked takes the pending traces of a retired sampler whose traces
-// have all ended.
-func (s *sampler) flushLocked() []*Record {
+// have all ended, and says where they go (an indexed file with
+// log_frequency).
+func (s *sampler) flushLocked() (recs []*Record, indexed bool) {
 	if !s.retired || s.live > 0 || len(s.pending) == 0 {
-		return nil
+		return nil, false
 	}
-	recs := s.pending
-	s.pending = nil
-	return recs
+	recs, s.pending = s.pending, nil
+	return recs, s.set.LogFrequency != 0
 }
 
-// collect takes an ended trace tree, as Triton's WriteTrace does: with
-// log_frequency 0 it goes to the trace file at once (Triton holds it in
-// memory until the setting goes away; the file ends the same); otherwise it
-// waits for log_frequency traces, or the last one of count, which are then
-// written to the next indexed file.
+// collect takes an ended trace tree, as Triton's WriteTrace does: the
+// traces of a setting gather until log_frequency of them are there, or
+// count is reached (and every sampled trace has ended), and then go to the
+// next indexed file; what is left when the setting goes away goes to an
+// indexed file too with log_frequency, else to the trace file itself.
+// Unlike Triton, with log_frequency 0 and no count (nothing bounds them)
+// the traces are not held until then but streamed to the trace file at
+// once: the file ends the same, and memory stays bounded.
 func (s *sampler) collect(r *Record) {
 	if s.t.exp != nil {
 		s.mu.Lock()
@@ -341,27 +344,34 @@ func (s *sampler) collect(r *Record) {
 	s.mu.Lock()
 	s.live--
 	s.collected++
-	if s.set.LogFrequency == 0 {
+	if s.set.LogFrequency == 0 && s.set.Count < 0 {
 		s.mu.Unlock()
 		s.t.file.stream(s.set.File, r)
 		return
 	}
 	s.pending = append(s.pending, r)
 	var recs []*Record
-	if (s.count.Load() == 0 && s.collected == s.sampled.Load()) || uint32(len(s.pending)) >= s.set.LogFrequency {
+	indexed := true
+	if (s.count.Load() == 0 && s.collected == s.sampled.Load()) || (s.set.LogFrequency != 0 && uint32(len(s.pending)) >= s.set.LogFrequency) {
 		recs, s.pending = s.pending, nil
 	} else {
-		recs = s.flushLocked()
+		recs, indexed = s.flushLocked()
 	}
 	s.mu.Unlock()
-	s.write(recs)
+	s.write(recs, indexed)
 }
 
-// write hands recs, a group of log_frequency's traces, to the next
-// indexed file.
-func (s *sampler) write(recs []*Record) {
+// write hands recs, a group of traces, to the next indexed file, or else
+// to the trace file itself.
+func (s *sampler) write(recs []*Record, indexed bool) {
 	if len(recs) == 0 || s.t.file == nil {
 		return
 	}
-	s.t.file.indexed(s.set.File, recs)
+	if indexed {
+		s.t.file.indexed(s.set.File, recs)
+		return
+	}
+	for _, r := range recs {
+		s.t.file.stream(s.set.File, r)
+	}
 }
