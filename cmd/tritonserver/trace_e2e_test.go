@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triton-go/triton/internal/otlptest"
+)
+
+// reverseInfer is one request to text_reverse over HTTP.
+func reverseInfer(t *testing.T, s *binaryServer, id string) {
+	t.Helper()
+	body := `{"id":"` + id + `","inputs":[{"name":"TEXT","shape":[1],"datatype":"BYTES","data":["abc"]}]}`
+	if code, _, resp := s.do("POST", "/v2/models/text_reverse/infer", "application/json", []byte(body), nil); code != 200 || !strings.Contains(string(resp), `"cba"`) {
+		t.Fatalf("infer: %d %s", code, resp)
+	}
+}
+
+// TestTraceFileFlagEndToEnd serves text_reverse with --trace-config
+// triton,file=... at rate 1 and checks, after a clean shutdown, that the
+// trace file is one JSON array holding both requests' model records and
+// Triton's timestamps in order; and that the trace settings report the
+// file and mode the flags gave.
+func TestTraceFileFlagEndToEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	s := startBinary(t, append(reverseOnly, "--trace-config", "triton,file="+path,
+		"--trace-config=level=TIMESTAMPS", "--trace-config=rate=1")...)
+	code, _, body := s.do("GET", "/v2/trace/setting", "", nil, nil)
+	var got map[string]any
+	if code != 200 || json.Unmarshal(body, &got) != nil || got["trace_file"] != path || got["trace_mode"] != "triton" ||
+		got["trace_rate"] != "1" || !slices.Equal(asStrings(got["trace_level"]), []string{"TIMESTAMPS"}) {
+		t.Errorf("GET /v2/trace/setting: %d %s; want trace_file %s, mode triton, rate 1, level TIMESTAMPS", code, body, path)
+	}
+	reverseInfer(t, s, "first")
+	reverseInfer(t, s, "second")
+	s.terminate(30 * time.Second)
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []struct {
+		ID         uint64 `json:"id"`
+		Model      string `json:"model_name"`
+		Version    *int64 `json:"model_version"`
+		RequestID  string `json:"request_id"`
+		Timestamps []struct {
+			Name string `json:"name"`
+			NS   uint64 `json:"ns"`
+		} `json:"timestamps"`
+	}
+	if err := json.Unmarshal(data, &records); err != nil {
+		t.Fatalf("trace file is not a JSON array of records: %v\n%s", err, data)
+	}
+	models := map[uint64]string{} // id → request id
+	stamps := map[uint64][]string{}
+	last := map[uint64]uint64{}
+	for _, r := range records {
+		if r.Model != "" {
+			if r.Model != "text_reverse" || r.Version == nil || *r.Version != 1 {
+				t.Errorf("model record %+v, want text_reverse version 1", r)
+			}
+			models[r.ID] = r.RequestID
+		}
+		for _, ts := range r.Timestamps {
+			if ts.NS < last[r.ID] {
+				t.Errorf("trace %d: %s at %d, before the previous stamp at %d", r.ID, ts.Name, ts.NS, last[r.ID])
+			}
+			last[r.ID] = ts.NS
+			stamps[r.ID] = append(stamps[r.ID], ts.Name)
+		}
+	}
+	var ids []string
+	for id, rid := range models {
+		ids = append(ids, rid)
+		for _, want := range []string{"REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_END", "REQUEST_END"} {
+			if !slices.Contains(stamps[id], want) {
+				t.Errorf("trace %d (%s): stamps %v, no %s", id, rid, stamps[id], want)
+			}
+		}
+		if i, j := slices.Index(stamps[id], "REQUEST_START"), slices.Index(stamps[id], "REQUEST_END"); i < 0 || j < i {
+			t.Errorf("trace %d: REQUEST_END not after REQUEST_START in %v", id, stamps[id])
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"first", "second"}) {
+		t.Errorf("traced requests %v, want first and second\n%s", ids, data)
+	}
+}
+
+func asStrings(v any) []string {
+	vs, _ := v.([]any)
+	var out []string
+	for _, x := range vs {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestTraceOpenTelemetryFlagEndToEnd serves text_reverse in mode
+// opentelemetry, exporting over OTLP/HTTP and over OTLP/gRPC to a real
+// OTLP receiver, and checks the spans of one request: InferRequest →
+// text_reverse (Triton's attributes) → compute, the resource with
+// service.name and the --trace-config resource, and that the shutdown
+// flushed them (the schedule delay is an hour).
+func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
+	rcv := otlptest.Start(t)
+	for _, tc := range []struct{ name, url, protocol string }{
+		{"http", rcv.HTTPURL, "http/protobuf"},
+		{"grpc", rcv.GRPCAddr, "grpc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(rcv.Spans())
+			s := startBinary(t, append(reverseOnly, "--trace-config=mode=opentelemetry", "--trace-config=level=TIMESTAMPS",
+				"--trace-config=rate=1", "--trace-config=opentelemetry,url="+tc.url, "--trace-config=opentelemetry,protocol="+tc.protocol,
+				"--trace-config=opentelemetry,resource=test.key="+tc.name, "--trace-config=opentelemetry,bsp_schedule_delay=3600000")...)
+			code, _, body := s.do("GET", "/v2/trace/setting", "", nil, nil)
+			if code != 200 || !strings.Contains(string(body), `"trace_mode":"opentelemetry"`) {
+				t.Errorf("GET /v2/trace/setting: %d %s; want trace_mode opentelemetry", code, body)
+			}
+			reverseInfer(t, s, "otel-"+tc.name)
+			s.terminate(30 * time.Second)
+			// The receiver answers an export once it holds the spans: the
+			// binary has exited, so its shutdown flushed them here.
+			spans := rcv.Spans()[before:]
+			if len(spans) != 3 {
+				t.Fatalf("%d spans, want 3: %+v", len(spans), spans)
+			}
+			root, model, compute := otlptest.Find(spans, "InferRequest"), otlptest.Find(spans, "text_reverse"), otlptest.Find(spans, "compute")
+			if len(root) != 1 || len(model) != 1 || len(compute) != 1 {
+				t.Fatalf("spans %+v, want one each of InferRequest, text_reverse, compute", spans)
+			}
+			if root[0].ParentID != "" || model[0].ParentID != root[0].SpanID || compute[0].ParentID != model[0].SpanID {
+				t.Errorf("parentage: root %s (parent %q), model under %s, compute under %s", root[0].SpanID, root[0].ParentID, model[0].ParentID, compute[0].ParentID)
+			}
+			a := model[0].Attributes
+			if a["triton.model_name"] != "text_reverse" || a["triton.model_version"] != int64(1) || a["triton.request_id"] != "otel-"+tc.name ||
+				a["triton.trace_parent_id"] != int64(0) {
+				t.Errorf("model span attributes %v", a)
+			}
+			if got := model[0].EventNames(); !slices.Equal(got, []string{"REQUEST_START", "QUEUE_START", "REQUEST_END"}) {
+				t.Errorf("model span events %v", got)
+			}
+			if got := compute[0].EventNames(); !slices.Equal(got, []string{"COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END"}) {
+				t.Errorf("compute span events %v", got)
+			}
+			for _, sp := range spans {
+				if sp.Resource["service.name"] != "triton-inference-server" || sp.Resource["test.key"] != tc.name || sp.Scope != "triton-server" || sp.Kind != "Server" {
+					t.Errorf("span %s: resource %v scope %s kind %s", sp.Name, sp.Resource, sp.Scope, sp.Kind)
+				}
+			}
+		})
+	}
+}
