@@ -23,17 +23,17 @@ import (
 	"github.com/triton-go/triton/settings"
 )
 
-// t0 is when the hand-built requests of these tests start.
-var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+// otelT0 is when the hand-built requests of these tests start.
+var otelT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-// at is t0 plus ms milliseconds.
-func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+// otelAt is otelT0 plus ms milliseconds.
+func otelAt(ms int) time.Time { return otelT0.Add(time.Duration(ms) * time.Millisecond) }
 
-// stamps builds stamps at the given milliseconds after t0.
-func stamps(pairs ...any) []Stamp {
+// otelStamps builds stamps at the given milliseconds after otelT0.
+func otelStamps(pairs ...any) []Stamp {
 	var out []Stamp
 	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, Stamp{Activity: pairs[i].(Activity), At: at(pairs[i+1].(int))})
+		out = append(out, Stamp{Activity: pairs[i].(Activity), At: otelAt(pairs[i+1].(int))})
 	}
 	return out
 }
@@ -43,14 +43,14 @@ func stamps(pairs ...any) []Stamp {
 func ensembleRecord(remote oteltrace.SpanContext) *Record {
 	return &Record{
 		ID: 41, Model: "ens", Version: 3, RequestID: "req-7", Remote: remote,
-		Stamps: stamps(
+		Stamps: otelStamps(
 			HTTPRecvStart, 0, HTTPRecvEnd, 1,
 			RequestStart, 2, QueueStart, 3,
 			RequestEnd, 20,
 			InferResponseComplete, 21, HTTPSendStart, 22, HTTPSendEnd, 23),
 		Children: []*Record{{
 			ID: 42, Parent: 41, Model: "step", Version: 1, Remote: remote,
-			Stamps: stamps(
+			Stamps: otelStamps(
 				RequestStart, 4, QueueStart, 5,
 				ComputeStart, 6, ComputeInputEnd, 7, ComputeOutputStart, 15, ComputeEnd, 16,
 				RequestEnd, 18),
@@ -160,19 +160,19 @@ func TestOTelExportEnsemble(t *testing.T) {
 			}, "REQUEST_START", "QUEUE_START", "REQUEST_END")
 			checkSpan(t, stepCompute, 6, 16, map[string]any{},
 				"COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END")
-			if got := step.Events[1].Time; !got.Equal(at(5)) {
-				t.Errorf("step's QUEUE_START at %v, want %v", got, at(5))
+			if got := step.Events[1].Time; !got.Equal(otelAt(5)) {
+				t.Errorf("step's QUEUE_START at %v, want %v", got, otelAt(5))
 			}
 		})
 	}
 }
 
-// checkSpan checks a span's extent (ms after t0), its attributes (all of
+// checkSpan checks a span's extent (ms after otelT0), its attributes (all of
 // them, when attrs is not nil) and its event names.
 func checkSpan(t *testing.T, s otlptest.Span, startMS, endMS int, attrs map[string]any, events ...string) {
 	t.Helper()
-	if !s.Start.Equal(at(startMS)) || !s.End.Equal(at(endMS)) {
-		t.Errorf("span %s: %v..%v, want %v..%v", s.Name, s.Start, s.End, at(startMS), at(endMS))
+	if !s.Start.Equal(otelAt(startMS)) || !s.End.Equal(otelAt(endMS)) {
+		t.Errorf("span %s: %v..%v, want %v..%v", s.Name, s.Start, s.End, otelAt(startMS), otelAt(endMS))
 	}
 	if attrs != nil && !mapsEqual(s.Attributes, attrs) {
 		t.Errorf("span %s: attributes %v, want %v", s.Name, s.Attributes, attrs)
@@ -202,11 +202,11 @@ func mapsEqual(a, b map[string]any) bool {
 func TestOTelExportShapes(t *testing.T) {
 	rcv := otlptest.Start(t)
 	e := newTestExporter(t, Config{URL: rcv.HTTPURL}, nil)
-	e.export(&Record{ID: 1, Model: "plain", Version: 1, Stamps: stamps(
+	e.export(&Record{ID: 1, Model: "plain", Version: 1, Stamps: otelStamps(
 		RequestStart, 0, QueueStart, 1, ComputeStart, 2, ComputeInputEnd, 3, ComputeOutputStart, 4, ComputeEnd, 5, RequestEnd, 6)})
-	e.export(&Record{ID: 2, Model: "failed", Version: 1, Stamps: stamps(RequestStart, 10, RequestEnd, 11)})
-	e.export(&Record{ID: 3, Model: "bls", Version: 1, Stamps: stamps(RequestStart, 20, ComputeStart, 21, ComputeEnd, 30, RequestEnd, 31),
-		Children: []*Record{{ID: 4, Parent: 3, Model: "callee", Version: 2, Stamps: stamps(RequestStart, 22, QueueStart, 23, RequestEnd, 28)}}})
+	e.export(&Record{ID: 2, Model: "failed", Version: 1, Stamps: otelStamps(RequestStart, 10, RequestEnd, 11)})
+	e.export(&Record{ID: 3, Model: "bls", Version: 1, Stamps: otelStamps(RequestStart, 20, ComputeStart, 21, ComputeEnd, 30, RequestEnd, 31),
+		Children: []*Record{{ID: 4, Parent: 3, Model: "callee", Version: 2, Stamps: otelStamps(RequestStart, 22, QueueStart, 23, RequestEnd, 28)}}})
 	e.export(&Record{ID: 5, Model: "tensors", Version: 1})
 	if err := e.close(); err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestOTelExportFailure(t *testing.T) {
 	defer srv.Close()
 	core, logs := observer.New(zapcore.InfoLevel)
 	e := newTestExporter(t, Config{URL: srv.URL + "/v1/traces"}, zap.New(core))
-	rec := &Record{ID: 1, Model: "m", Stamps: stamps(RequestStart, 0, RequestEnd, 1)}
+	rec := &Record{ID: 1, Model: "m", Stamps: otelStamps(RequestStart, 0, RequestEnd, 1)}
 	for range 2 {
 		e.export(rec)
 		if err := e.tp.ForceFlush(context.Background()); err != nil {
@@ -397,7 +397,7 @@ func TestOTelTracer(t *testing.T) {
 		}
 		x.Bind(model, 1, "")
 		for i, a := range []Activity{RequestStart, QueueStart, ComputeStart, ComputeInputEnd, ComputeOutputStart, ComputeEnd, RequestEnd} {
-			x.Stamp(a, at(i))
+			x.Stamp(a, otelAt(i))
 		}
 		x.End()
 	}
