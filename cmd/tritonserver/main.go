@@ -11,6 +11,13 @@
 // (SageMaker, Vertex AI, CUDA memory pools, backend directories, ...) is
 // logged once at start with the reason.
 //
+// Tracing follows --trace-config (see trace.go): Triton's trace file
+// (triton,file=...) or OpenTelemetry spans over OTLP/HTTP
+// (mode=opentelemetry, opentelemetry,url=...) and, beyond tritonserver,
+// OTLP/gRPC (opentelemetry,protocol=grpc); the deprecated --trace-file,
+// --trace-level, --trace-rate, --trace-count and --trace-log-frequency
+// work with tritonserver's warnings.
+//
 // It serves ONNX models with ONNX Runtime and, for the example repository,
 // Go backends compiled in ("reverse"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
 // gracefully: not ready at once, in-flight requests finish within

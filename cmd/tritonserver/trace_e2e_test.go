@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,5 +158,22 @@ func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraceBadEnvironment: in mode opentelemetry a bad OTEL_BSP_* value
+// stops the server at start with tritonserver's message.
+func TestTraceBadEnvironment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a server that starts is killed
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t), append(reverseOnly, "--http-port=0", "--grpc-port=0", "--metrics-port=0",
+		"--trace-config=mode=opentelemetry", "--trace-config=level=TIMESTAMPS")...)
+	cmd.Env = append(os.Environ(), "OTEL_BSP_MAX_QUEUE_SIZE=abc")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the server ran with OTEL_BSP_MAX_QUEUE_SIZE=abc:\n%s", out)
+	}
+	if want := "Bad option: \"OTEL_BSP_MAX_QUEUE_SIZE\".\nInvalid option value. Got abc"; !strings.Contains(string(out), want) {
+		t.Errorf("output:\n%s\nwant %q", out, want)
 	}
 }
