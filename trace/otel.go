@@ -36,6 +36,10 @@ const (
 
 	defaultHTTPURL = "http://localhost:4318/v1/traces"
 	defaultGRPCURL = "http://localhost:4317"
+
+	// The SDK's endpoint variables, which apply when Config.URL is "".
+	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 )
 
 // The batch span processor's defaults, and the environment variables
@@ -77,7 +81,8 @@ var _ exporter = (*otelExporter)(nil)
 // OTLP/HTTP to cfg.URL (default http://localhost:4318/v1/traces) or, with
 // cfg.Protocol "grpc", over OTLP/gRPC (default http://localhost:4317).
 // The exporters also honour the SDK's OTEL_EXPORTER_OTLP_* variables
-// (headers, timeout, certificates, compression); cfg.URL wins over their
+// (headers, timeout, certificates, compression, and the endpoint when
+// cfg.URL is "", as Triton's exporter does); cfg.URL wins over their
 // endpoint. Bad environment values are refused with Triton's messages
 // (`Bad option: "OTEL_BSP_MAX_QUEUE_SIZE".` and the reason).
 func newOTelExporter(cfg Config, logger *zap.Logger) (exporter, error) {
@@ -92,13 +97,27 @@ func newOTelExporter(cfg Config, logger *zap.Logger) (exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a url, the OTLP endpoint variables apply, as they do to
+	// Triton's exporter; the SDK reads them.
+	env := cfg.URL == "" && (os.Getenv(envEndpoint) != "" || os.Getenv(envTracesEndpoint) != "")
+	if env {
+		endpoint = "the endpoint of " + envTracesEndpoint + " or " + envEndpoint
+	}
 	ctx := context.Background()
 	var exp sdktrace.SpanExporter
 	switch strings.ToLower(cfg.Protocol) {
 	case "", ProtocolHTTP:
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
+		var opts []otlptracehttp.Option
+		if !env {
+			opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
 	case ProtocolGRPC:
-		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
+		var opts []otlptracegrpc.Option
+		if !env {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trace: OTLP exporter for %s: %w", endpoint, err)

@@ -445,3 +445,28 @@ func TestOTelTracer(t *testing.T) {
 		}
 	}
 }
+
+// TestOTelEndpointEnvironment: without a url, the SDK's endpoint variables
+// choose the collector, as they do for Triton's exporter.
+func TestOTelEndpointEnvironment(t *testing.T) {
+	rcv := otlptest.Start(t)
+	for _, tc := range []struct{ proto, env, value string }{
+		{ProtocolHTTP, envTracesEndpoint, rcv.HTTPURL},
+		{ProtocolGRPC, envEndpoint, "http://" + rcv.GRPCAddr},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			unsetenv(t, envEndpoint)
+			unsetenv(t, envTracesEndpoint)
+			t.Setenv(tc.env, tc.value)
+			before := len(rcv.Spans())
+			e := newTestExporter(t, Config{Protocol: tc.proto}, nil)
+			e.export(&Record{ID: 1, Model: "env-" + tc.proto, Stamps: otelStamps(RequestStart, 0, RequestEnd, 1)})
+			if err := e.close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := otlptest.Find(rcv.Spans()[before:], "env-"+tc.proto); len(got) != 1 {
+				t.Errorf("spans of env-%s at %s=%s: %d, want 1", tc.proto, tc.env, tc.value, len(got))
+			}
+		})
+	}
+}
