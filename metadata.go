@@ -21,9 +21,13 @@ type ServerMetadata struct {
 }
 
 // Metadata returns the server's name ([WithServerID]; [Name] by default),
-// version and protocol extensions.
+// version and protocol extensions ("trace" with a tracer, [WithTracer]).
 func (s *Server) Metadata() ServerMetadata {
-	return ServerMetadata{Name: s.opts.id, Version: Version, Extensions: slices.Clone(extensions)}
+	ext := slices.Clone(extensions)
+	if s.opts.tracer != nil {
+		ext = append(ext, "trace")
+	}
+	return ServerMetadata{Name: s.opts.id, Version: Version, Extensions: ext}
 }
 
 // extensions lists the Triton protocol extensions the core supports; the

@@ -81,3 +81,7 @@ func traceTensors(tr *trace.Trace, a trace.TensorActivity, ts []tensor.Tensor) {
 		tr.Tensor(a, x)
 	}
 }
+
+// Tracer returns the tracer of [WithTracer], nil without one: the adapters
+// start with it the traces of the requests they receive.
+func (s *Server) Tracer() *trace.Tracer { return s.opts.tracer }

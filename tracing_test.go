@@ -432,3 +432,46 @@ func TestTraceNoTracer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkInferTracing is BenchmarkInferNoop without a tracer, with one
+// whose level is OFF, and tracing every 1000th and every request (rate 1:
+// each request's trace is encoded and written to the file by the tracer's
+// writer goroutine).
+// Run: go test -run '^$' -bench InferTracing -benchmem .
+func BenchmarkInferTracing(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		set  *settings.Trace
+	}{
+		{"none", nil},
+		{"off", &settings.Trace{Rate: 1000, Count: -1}},
+		{"rate1000", &settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1}},
+		{"rate1", &settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			opts := []triton.Option{triton.WithBackend("noop", noop)}
+			if bc.set != nil {
+				store := settings.NewStore(nil)
+				set := *bc.set
+				set.File = filepath.Join(b.TempDir(), "trace.json")
+				store.SetTraceDefaults(set)
+				tr, err := trace.New(store, trace.Config{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close(context.Background())
+				opts = append(opts, triton.WithTracer(tr))
+			}
+			srv := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, opts...)
+			in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+			req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := srv.Infer(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"time"
 	"unsafe"
 
 	"google.golang.org/grpc"
@@ -146,7 +147,9 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 type received struct {
 	inferencepb.ModelInferRequest
 	held      mem.Buffer
-	malformed error // why the codec could not decode the request
+	malformed error     // why the codec could not decode the request
+	readStart time.Time // with a tracer: when its read was posted (GRPC_WAITREAD_START)
+	readEnd   time.Time // and when it was read (GRPC_WAITREAD_END)
 }
 
 // release gives the request's buffer back. The message must not be used

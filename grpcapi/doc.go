@@ -43,6 +43,16 @@
 // written from the backend's memory. Other messages, and smaller tensors,
 // go through grpc-go's protobuf codec as usual.
 //
+// Tracing: with a server that has a tracer (triton.WithTracer), the
+// handlers [Service.Register] installs trace ModelInfer and
+// ModelStreamInfer requests once the model is known, with Triton's
+// GRPC_WAITREAD_START/END, INFER_RESPONSE_COMPLETE and GRPC_SEND_START/END
+// stamps, the GRPC_* ones after the server's as Triton writes them (W3C
+// traceparent from the incoming metadata in mode opentelemetry). grpc-go
+// writes a unary response after the handler returns: there GRPC_SEND_START
+// is when the response is ready and GRPC_SEND_END when it is handed to
+// grpc-go; on a stream they surround each Send.
+//
 // A call's deadline becomes its ctx deadline, and a cancelled call
 // cancels its queued or running requests. Errors are gRPC statuses whose
 // codes come from [triton.Code] through one table (Triton's mapping, plus

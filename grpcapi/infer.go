@@ -20,6 +20,7 @@ import (
 	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/sysshm"
 	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/trace"
 )
 
 // ModelInfer runs one inference request (protocol spec §2.4). Inputs come
@@ -53,6 +54,11 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 // then left to the garbage collector).
 func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	s := srv.(*Service)
+	tracer := s.srv.Tracer()
+	var readStart time.Time
+	if tracer != nil {
+		readStart = time.Now()
+	}
 	r := new(received)
 	if err := dec(r); err != nil {
 		return nil, err
@@ -60,8 +66,22 @@ func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interc
 	if r.malformed != nil {
 		return nil, malformed(r.malformed)
 	}
+	// Traced once the model is known. Triton's gRPC stamps follow the
+	// server's in the file: they are kept and stamped when the call is
+	// done. grpc-go writes a unary response after the handler returns, so
+	// GRPC_SEND_START is when the response is ready and GRPC_SEND_END when
+	// the handler hands it to grpc-go.
+	var ts *callTrace
+	if tracer != nil {
+		ts = s.startTrace(ctx, tracer, r.GetModelName(), readStart, time.Now())
+	}
+	if ts != nil {
+		ctx = trace.NewContext(ctx, ts.tr)
+		defer ts.done(true)
+	}
 	if interceptor == nil {
 		resp, err := s.ModelInfer(ctx, &r.ModelInferRequest)
+		ts.add(trace.GRPCSendStart)
 		if err != nil {
 			r.release()
 			return nil, err
@@ -75,6 +95,7 @@ func modelInferHandler(srv any, ctx context.Context, dec func(any) error, interc
 		ours = resp
 		return resp, err
 	})
+	ts.add(trace.GRPCSendStart)
 	if err != nil {
 		r.release()
 		return nil, err
@@ -140,6 +161,9 @@ func (s *Service) infer(ctx context.Context, req *inferencepb.ModelInferRequest)
 		return nil, errorf(triton.Unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy")
 	}
 	resp, err := s.srv.Infer(ctx, &c.req)
+	if tr := s.traceOf(ctx); tr != nil {
+		tr.Stamp(trace.InferResponseComplete, time.Now())
+	}
 	if err != nil {
 		return nil, err
 	}

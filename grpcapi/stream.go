@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/wire"
+	"github.com/triton-go/triton/trace"
 )
 
 // maxStreamInFlight bounds the requests of one ModelStreamInfer stream
@@ -74,11 +76,18 @@ func (s *Service) streamInfer(stream grpc.ServerStream) error {
 	var recvErr error
 	go func() {
 		defer close(recvDone)
+		tracing := s.srv.Tracer() != nil
 		for {
 			r := new(received)
+			if tracing {
+				r.readStart = time.Now() // GRPC_WAITREAD_START: the read is posted
+			}
 			if err := stream.RecvMsg(r); err != nil {
 				recvErr = err
 				return
+			}
+			if tracing {
+				r.readEnd = time.Now()
 			}
 			select {
 			case reqs <- r:
@@ -264,8 +273,21 @@ func (st *inferStream) handle(r *received) {
 	}
 	emptyFinal := req.GetParameters()["triton_enable_empty_final_response"].GetBoolParam()
 	n, answered := 0, false
-	st.s.inferEach(st.ctx, req, func(resp *inferencepb.ModelInferResponse, final bool, err error) bool {
+	ctx := st.ctx
+	ts := st.s.startTrace(st.ctx, st.s.srv.Tracer(), req.GetModelName(), r.readStart, r.readEnd)
+	if ts != nil {
+		ctx = trace.NewContext(ctx, ts.tr)
+		defer ts.done(false)
+	}
+	st.s.inferEach(ctx, req, func(resp *inferencepb.ModelInferResponse, final bool, err error) bool {
 		n++
+		if ts != nil {
+			if final {
+				ts.tr.Stamp(trace.InferResponseComplete, time.Now())
+			}
+			ts.add(trace.GRPCSendStart)
+			defer ts.add(trace.GRPCSendEnd)
+		}
 		switch {
 		case err != nil:
 			st.fail(req, err, final)

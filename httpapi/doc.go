@@ -183,8 +183,12 @@
 //     refused with the "Client shared memory is disabled" error (501), and
 //     system_shared_memory is not listed in the server metadata.
 //   - CUDA shared memory answers as a Triton built without GPU support.
-//   - The trace settings endpoints store and report their settings, but no
-//     traces are produced, so "trace" is not listed as an extension.
+//   - Inference requests are traced when the server has a tracer
+//     (triton.WithTracer; "trace" is then listed as an extension), with
+//     Triton's HTTP_RECV_START/END, INFER_RESPONSE_COMPLETE and
+//     HTTP_SEND_START/END stamps (W3C traceparent from the headers in
+//     mode opentelemetry); without one the trace settings endpoints only
+//     store and report their settings.
 //   - The logging extension drives a zap.AtomicLevel ([WithLogLevel]);
 //     log_file cannot be set (501), as in current Triton. The log and
 //     trace settings can be shared with the gRPC adapter ([WithSettings]),

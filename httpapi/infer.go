@@ -10,9 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/tensor"
+	"github.com/triton-go/triton/trace"
 )
 
 // headerLengthHeader carries the byte length of the JSON part of a body
@@ -70,22 +73,37 @@ func (c *inferCall) output(name string) requestedOutput {
 // built as a tree. The request's context is the inference's: a client that
 // disconnects cancels it.
 func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, verStr string) {
+	tracer := h.srv.Tracer()
+	var recvStart time.Time
+	if tracer != nil {
+		recvStart = time.Now()
+	}
 	sum, ok := h.inferenceTarget(w, r, model, verStr)
 	if !ok {
 		return
 	}
+	// Traced from here, once the model is known, as in Triton; the stamps
+	// are HTTP_RECV_START/END, INFER_RESPONSE_COMPLETE, HTTP_SEND_START/END.
+	tr := tracer.Start(r.Context(), model, propagation.HeaderCarrier(r.Header))
+	if tr != nil {
+		tr.Stamp(trace.HTTPRecvStart, recvStart)
+		defer tr.End()
+	}
 	if sum.Decoupled {
-		h.writeError(w, errorf(triton.Unsupported, "HTTP end point doesn't support models with decoupled transaction policy"))
+		h.replyError(w, tr, errorf(triton.Unsupported, "HTTP end point doesn't support models with decoupled transaction policy"))
 		return
 	}
 	headerLen, err := headerLength(r)
 	if err != nil {
-		h.writeError(w, modelError(model, err))
+		h.replyError(w, tr, modelError(model, err))
 		return
 	}
 	b, err := h.readBody(w, r, true, max(headerLen, 0))
+	if tr != nil {
+		tr.Stamp(trace.HTTPRecvEnd, time.Now())
+	}
 	if err != nil {
-		h.writeError(w, err)
+		h.replyError(w, tr, err)
 		return
 	}
 	defer b.release()
@@ -94,23 +112,46 @@ func (h *handler) handleInfer(w http.ResponseWriter, r *http.Request, model, ver
 	call.req.Model, call.req.Version = model, sum.Version
 	defer call.release()
 	if err := h.parseInfer(call, r, b.data, headerLen); err != nil {
-		h.writeError(w, err)
+		h.replyError(w, tr, err)
 		return
 	}
 	if h.forward != nil {
 		if err := h.forwardHeaders(call, r); err != nil {
-			h.writeError(w, err)
+			h.replyError(w, tr, err)
 			return
 		}
 	}
-	resp, err := h.srv.Infer(r.Context(), &call.req)
+	ctx := r.Context()
+	if tr != nil {
+		ctx = trace.NewContext(ctx, tr)
+	}
+	resp, err := h.srv.Infer(ctx, &call.req)
+	if tr != nil {
+		tr.Stamp(trace.InferResponseComplete, time.Now())
+	}
 	if err != nil {
-		h.writeError(w, err)
+		h.replyError(w, tr, err)
 		return
+	}
+	if tr != nil {
+		tr.Stamp(trace.HTTPSendStart, time.Now())
+		defer func() { tr.Stamp(trace.HTTPSendEnd, time.Now()) }() // before End
 	}
 	if err := h.writeInferResponse(w, r, call, resp); err != nil {
 		h.writeError(w, err)
 	}
+}
+
+// replyError writes err, stamping HTTP_SEND_START/END around it when the
+// request is traced.
+func (h *handler) replyError(w http.ResponseWriter, tr *trace.Trace, err error) {
+	if tr == nil {
+		h.writeError(w, err)
+		return
+	}
+	tr.Stamp(trace.HTTPSendStart, time.Now())
+	h.writeError(w, err)
+	tr.Stamp(trace.HTTPSendEnd, time.Now())
 }
 
 // headerLength reads Inference-Header-Content-Length: -1 when absent (the

@@ -14,7 +14,10 @@
 //   - [NewStore] once per server, optionally driving a zap.AtomicLevel.
 //   - [Store.Log] and [Store.UpdateLog] for the logging extension.
 //   - [Store.Trace], [Store.UpdateTrace] and [Store.ClearTrace] for the
-//     trace extension, globally (model "") or per model.
+//     trace extension, globally (model "") or per model;
+//     [Store.SetTraceDefaults] for the command line's trace settings;
+//     [Store.SetTraceMode], [Store.WatchTrace] and [Store.TraceSnapshot]
+//     for the tracer that samples by them (package trace).
 //
 // # Logging
 //
@@ -29,12 +32,20 @@
 // # Tracing
 //
 // The trace settings are trace_level (OFF, or TIMESTAMPS and/or TENSORS),
-// trace_rate, trace_count, log_frequency, trace_file (always "") and
-// trace_mode (always "triton"). A model's own values override the global
-// ones; clearing one makes the global value apply again, and clearing a
-// global value restores its default (level OFF, rate 1000, count -1, log
-// frequency 0). The settings are stored and reported; this server
-// produces no traces, so the adapters do not list the trace extension.
+// trace_rate, trace_count, log_frequency, trace_file and trace_mode. A
+// model's own values override the global ones; clearing one makes the
+// global value apply again, and clearing a global value restores its
+// default: the command line's ([Store.SetTraceDefaults], which also sets
+// trace_file, never changeable over the network), else Triton's (level
+// OFF, rate 1000, count -1, log frequency 0).
+//
+// A trace.Tracer samples requests by these settings: it sets trace_mode
+// ([Store.SetTraceMode]) and follows every change ([Store.WatchTrace]),
+// which applies to the next request. From then on an update that would
+// leave a setting that cannot sample ([Trace.Valid]: no trace file in mode
+// triton, rate 0, count 0) and is not OFF is refused with Triton's
+// "Attempting to set invalid trace setting :<reason>". A store no tracer
+// uses only stores and reports its trace settings.
 //
 // # Errors
 //
@@ -49,9 +60,4 @@
 //
 // A Store is safe for concurrent use; each call sees and makes one
 // consistent state.
-//
-// # Experimental
-//
-// The trace settings are stored and reported, but no trace is produced
-// yet; this package's API will change when tracing lands.
 package settings

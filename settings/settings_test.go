@@ -3,6 +3,7 @@ package settings_test
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -241,4 +242,66 @@ func TestStoreConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestTraceDefaultsAndMode: the command line's settings are the global
+// ones and what clearing restores; with a mode set (a tracer), updates to
+// settings that cannot sample are refused with Triton's message, OFF
+// always passes, and the watchers see every change with its scope.
+func TestTraceDefaultsAndMode(t *testing.T) {
+	s := settings.NewStore(nil)
+	startup := settings.Trace{Level: settings.TraceTimestamps, Rate: 10, Count: 3, LogFrequency: 2, File: "/tmp/t.json"}
+	s.SetTraceDefaults(startup)
+	var seen []string
+	stop := s.WatchTrace(func(scope string, g settings.Trace, models map[string]settings.Trace) {
+		seen = append(seen, scope+":"+g.Mode+":"+strconv.Itoa(int(g.Rate))+":"+strconv.Itoa(len(models)))
+	})
+	s.SetTraceMode("opentelemetry")
+	s.SetTraceMode("")
+	want := startup
+	want.Mode = "triton"
+	if got := s.Trace(""); got != want {
+		t.Errorf("startup %+v, want %+v", got, want)
+	}
+	if _, err := s.UpdateTrace(settings.HTTP, "m", settings.TraceUpdate{settings.KeyTraceRate: {"5"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTrace(settings.HTTP, "", settings.TraceUpdate{settings.KeyTraceRate: {"7"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.UpdateTrace(settings.HTTP, "", settings.TraceUpdate{settings.KeyTraceRate: nil}); err != nil || got.Rate != 10 {
+		t.Errorf("cleared rate %d (%v), want the startup 10", got.Rate, err)
+	}
+	_, err := s.UpdateTrace(settings.GRPC, "m", settings.TraceUpdate{settings.KeyTraceRate: {"0"}})
+	if err == nil || err.Error() != "Attempting to set invalid trace setting :sample rate must be non-zero" || !errors.Is(err, settings.ErrInvalid) {
+		t.Errorf("rate 0: %v", err)
+	}
+	if got := s.Trace("m").Rate; got != 5 {
+		t.Errorf("a refused update changed the rate to %d", got)
+	}
+	if _, err := s.UpdateTrace(settings.GRPC, "m", settings.TraceUpdate{settings.KeyTraceLevel: {"OFF"}, settings.KeyTraceRate: {"0"}}); err != nil {
+		t.Errorf("OFF with rate 0: %v", err)
+	}
+	s.ClearTrace("m")
+	stop()
+	s.ClearTrace("")
+	wantSeen := []string{":triton:10:0", ":opentelemetry:10:0", ":triton:10:0", "m:triton:10:1", ":triton:7:1", ":triton:10:1", "m:triton:10:1", "m:triton:10:0"}
+	if !reflect.DeepEqual(seen, wantSeen) {
+		t.Errorf("watched %v\nwant    %v", seen, wantSeen)
+	}
+	for _, tc := range []struct {
+		t      settings.Trace
+		ok     bool
+		reason string
+	}{
+		{settings.Trace{Rate: 1, Count: -1, File: "f"}, false, "tracing is disabled"},
+		{settings.Trace{Level: settings.TraceTensors, Count: -1, File: "f"}, false, "sample rate must be non-zero"},
+		{settings.Trace{Level: settings.TraceTensors, Rate: 1, Count: -1, Mode: "triton"}, false, "trace file name is not given"},
+		{settings.Trace{Level: settings.TraceTensors, Rate: 1, Count: -1, Mode: "opentelemetry"}, true, ""},
+		{settings.Trace{Level: settings.TraceTensors, Rate: 1, Count: 0, File: "f"}, false, ""},
+	} {
+		if ok, reason := tc.t.Valid(); ok != tc.ok || reason != tc.reason {
+			t.Errorf("%+v: %v %q", tc.t, ok, reason)
+		}
+	}
 }

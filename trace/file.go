@@ -54,7 +54,8 @@ type fileWriter struct {
 // trees to the next indexed file, or (recs nil) a flush that closes sync.
 type fileJob struct {
 	path    string
-	recs    []*Record
+	one     *Record   // streamed
+	recs    []*Record // indexed
 	indexed bool
 	sync    chan struct{}
 }
@@ -87,7 +88,7 @@ func (w *fileWriter) send(j fileJob) bool {
 
 // stream appends one tree to the trace file at path.
 func (w *fileWriter) stream(path string, r *Record) {
-	if !w.send(fileJob{path: path, recs: []*Record{r}}) {
+	if !w.send(fileJob{path: path, one: r}) {
 		w.log.Debug("trace ended after the tracer closed: dropped", zap.Uint64("id", r.ID))
 	}
 }
@@ -140,7 +141,7 @@ func (w *fileWriter) run() {
 		case j.indexed:
 			w.writeIndexed(j.path, j.recs)
 		default:
-			w.writeStream(j.path, j.recs[0])
+			w.writeStream(j.path, j.one)
 		}
 		if len(w.jobs) == 0 {
 			w.flushAll() // idle: what was written is on disk

@@ -143,7 +143,7 @@ func (t *Tracer) update(scope string, global settings.Trace, models map[string]s
 			return s
 		}
 		if s != nil {
-			s.retire()
+			s.retire(false)
 		}
 		return t.newSampler(set)
 	}
@@ -159,7 +159,7 @@ func (t *Tracer) update(scope string, global settings.Trace, models map[string]s
 	}
 	for m, s := range prevModels {
 		if _, ok := models[m]; !ok {
-			s.retire()
+			s.retire(false)
 		}
 	}
 	st.active = st.global.canTrace()
@@ -249,13 +249,35 @@ func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.Te
 	s.mu.Lock()
 	s.live++
 	s.mu.Unlock()
-	tr := &tree{smp: s, level: s.set.Level, open: 1}
-	tr.root = &Trace{tree: tr, rec: &Record{ID: nextID.Add(1), Model: model, Remote: remote}}
-	return tr.root
+	// One allocation for the root trace, its record and room for the
+	// server's seven stamps and the adapter's five.
+	b := &rootBox{}
+	b.rec = Record{ID: nextID.Add(1), Model: model, Remote: remote, Stamps: b.stamps[:0]}
+	b.tree = tree{smp: s, level: s.set.Level, open: 1, root: &b.trace}
+	b.trace = Trace{tree: &b.tree, rec: &b.rec}
+	return &b.trace
+}
+
+// rootBox is what a sampled request's trace needs, allocated at once.
+type rootBox struct {
+	tree   tree
+	trace  Trace
+	rec    Record
+	stamps [12]Stamp
 }
 
 // nextID is the last trace id given; ids start at 1.
 var nextID atomic.Uint64
+
+// Mode returns the tracer's mode, ModeTriton or ModeOpenTelemetry ("" for
+// nil). Only mode opentelemetry reads the carrier given to [Tracer.Start],
+// so an adapter need not build one otherwise.
+func (t *Tracer) Mode() string {
+	if t == nil {
+		return ""
+	}
+	return t.mode
+}
 
 // Flush waits until the traces that have ended are written (mode triton:
 // streamed to the trace file, or to the indexed files of the groups that
@@ -282,13 +304,13 @@ func (t *Tracer) Close(ctx context.Context) error {
 		return nil
 	}
 	t.closed = true
-	t.stop()
 	old := t.state.Swap(&state{})
 	t.mu.Unlock()
+	t.stop() // not under t.mu: the store calls update with its own lock held
 	if old != nil {
-		old.global.retire()
+		old.global.retire(true)
 		for _, s := range old.models {
-			s.retire()
+			s.retire(true)
 		}
 	}
 	if t.file != nil {
@@ -305,10 +327,14 @@ func (t *Tracer) Close(ctx context.Context) error {
 }
 
 // retire marks s replaced: once its last sampled trace has ended, what it
-// still buffers is written.
-func (s *sampler) retire() {
+// still buffers is written; at once when final (the tracer closes: traces
+// still open are dropped when they end).
+func (s *sampler) retire(final bool) {
 	s.mu.Lock()
 	s.retired = true
+	if final {
+		s.live = 0
+	}
 	recs, indexed := s.flushLocked()
 	s.mu.Unlock()
 	s.write(recs, indexed)

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -294,7 +297,9 @@ func TestLogFrequency(t *testing.T) {
 	if _, err := os.Stat(file + ".2"); err == nil {
 		t.Error(".2 written before the fifth trace's group was complete")
 	}
+	open := tr.Start(context.Background(), "m", nil) // still open at Close: dropped, not waited for
 	closeTracer(t, tr)
+	open.End()
 	if c := ids(file + ".2"); strings.Count(c, " ") != 1 {
 		t.Errorf(".2 (at Close) %s", c)
 	}
@@ -398,4 +403,68 @@ func BenchmarkTraceFile(b *testing.B) {
 		x.End()
 	}
 	tr.Close(ctx)
+}
+
+// memExporter keeps what it is given: the exporter side of mode
+// opentelemetry is helper code of its own (otel.go); here only sampling
+// is checked.
+type memExporter struct {
+	mu   sync.Mutex
+	recs []*Record
+}
+
+func (m *memExporter) export(r *Record) {
+	m.mu.Lock()
+	m.recs = append(m.recs, r)
+	m.mu.Unlock()
+}
+func (m *memExporter) close() error { return nil }
+
+// TestForcedSampling: in mode opentelemetry a request with a valid W3C
+// parent (headers, or the span in ctx in-process) is traced whatever rate
+// and count say, even at rate 0, and carries the parent as Remote.
+func TestForcedSampling(t *testing.T) {
+	store := settings.NewStore(nil)
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 0, Count: -1})
+	exp := &memExporter{}
+	tr := &Tracer{store: store, mode: ModeOpenTelemetry, log: zap.NewNop(), exp: exp}
+	store.SetTraceMode(ModeOpenTelemetry)
+	tr.stop = store.WatchTrace(tr.update)
+	defer closeTracer(t, tr)
+	if got := store.Trace("").Mode; got != "opentelemetry" {
+		t.Errorf("trace_mode %q", got)
+	}
+	ctx := context.Background()
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	if tr.Start(ctx, "m", propagation.HeaderCarrier{}) != nil {
+		t.Error("rate 0 traced a request without a parent")
+	}
+	if tr.Start(ctx, "m", propagation.HeaderCarrier{"Traceparent": {"00-bad"}}) != nil {
+		t.Error("an invalid traceparent forced a trace")
+	}
+	x := tr.Start(ctx, "m", propagation.HeaderCarrier{"Traceparent": {parent}})
+	if x == nil {
+		t.Fatal("a valid traceparent did not force a trace")
+	}
+	x.End()
+	sc := oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: oteltrace.TraceID{1}, SpanID: oteltrace.SpanID{2}, TraceFlags: oteltrace.FlagsSampled})
+	y := tr.Start(oteltrace.ContextWithSpanContext(ctx, sc), "m", nil)
+	if y == nil {
+		t.Fatal("the span in ctx did not force a trace")
+	}
+	c := y.Child()
+	c.End()
+	y.End()
+	if len(exp.recs) != 2 || exp.recs[0].Remote.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" ||
+		exp.recs[1].Remote.TraceID() != sc.TraceID() || exp.recs[1].Children[0].Remote.TraceID() != sc.TraceID() {
+		t.Errorf("exported %+v", exp.recs)
+	}
+	// No file is needed in this mode; OFF stops even forced sampling.
+	if _, err := store.UpdateTrace(settings.HTTP, "", settings.TraceUpdate{settings.KeyTraceRate: {"1"}}); err != nil {
+		t.Errorf("rate 1 without a file: %v", err)
+	}
+	store.UpdateTrace(settings.HTTP, "", settings.TraceUpdate{settings.KeyTraceLevel: {"OFF"}})
+	if tr.Start(ctx, "m", propagation.HeaderCarrier{"Traceparent": {parent}}) != nil {
+		t.Error("OFF traced")
+	}
 }

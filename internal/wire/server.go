@@ -76,8 +76,8 @@ var extensionOrder = []string{
 }
 
 // adapterExtensions are the extensions both adapters implement. "trace" is
-// left out on purpose: the trace settings work, but no traces are
-// produced.
+// not among them: it is listed when the server reports it (a server with
+// a tracer, which produces traces), not for the settings alone.
 var adapterExtensions = []string{
 	"classification", "model_repository", "model_repository(unload_dependents)", "schedule_policy",
 	"model_configuration", "cuda_shared_memory", "binary_tensor_data", "parameters", "statistics", "logging",
@@ -92,7 +92,7 @@ func Extensions(core []string, sharedMemory bool) []string {
 		if e == "system_shared_memory" {
 			return sharedMemory
 		}
-		return slices.Contains(adapterExtensions, e) || (e != "trace" && slices.Contains(core, e))
+		return slices.Contains(adapterExtensions, e) || slices.Contains(core, e)
 	}
 	var out []string
 	for _, e := range extensionOrder {

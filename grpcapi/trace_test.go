@@ -1,0 +1,114 @@
+package grpcapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/settings"
+	"github.com/triton-go/triton/trace"
+)
+
+// traceNames reads a trace file: for each id in order of appearance, its
+// request id and its records' names ("model" for the model record).
+func traceNames(t *testing.T, path string) (ids []string, names map[string][]string, ns map[string][]int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct {
+		ID         uint64  `json:"id"`
+		ModelName  *string `json:"model_name"`
+		RequestID  string  `json:"request_id"`
+		Timestamps []struct {
+			Name string `json:"name"`
+			Ns   int64  `json:"ns"`
+		} `json:"timestamps"`
+	}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	byID := map[uint64]string{}
+	names, ns = map[string][]string{}, map[string][]int64{}
+	for _, r := range recs {
+		if r.ModelName != nil {
+			byID[r.ID] = r.RequestID
+			ids = append(ids, r.RequestID)
+			names[r.RequestID] = append(names[r.RequestID], "model")
+			continue
+		}
+		rid, ok := byID[r.ID]
+		if !ok {
+			t.Fatalf("id %d: a stamp before its model record (gRPC stamps come after the server's)", r.ID)
+		}
+		for _, s := range r.Timestamps {
+			names[rid] = append(names[rid], s.Name)
+			ns[rid] = append(ns[rid], s.Ns)
+		}
+	}
+	return ids, names, ns
+}
+
+// TestTraceGRPC: ModelInfer and ModelStreamInfer stamp the gRPC
+// activities after the server's, as Triton writes them.
+func TestTraceGRPC(t *testing.T) {
+	store := settings.NewStore(nil)
+	file := filepath.Join(t.TempDir(), "trace.json")
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1, File: file})
+	tr, err := trace.New(store, trace.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	f := newFixture(t, setup{server: []triton.Option{triton.WithTracer(tr)}})
+	// A traceparent means nothing in mode triton: sampled by rate alone.
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	req := simpleRequest()
+	req.Id = "g1"
+	if _, err := f.client.ModelInfer(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := f.client.ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = simpleRequest()
+	req.Id = "g2"
+	if err := stream.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	stream.CloseSend()
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Fatalf("end of stream: %v", err)
+	}
+	if err := tr.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ids, names, ns := traceNames(t, file)
+	want := []string{"model", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
+		"INFER_RESPONSE_COMPLETE", "GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "GRPC_SEND_START", "GRPC_SEND_END"}
+	if !slices.Equal(ids, []string{"g1", "g2"}) {
+		t.Fatalf("traced %v", ids)
+	}
+	for _, id := range ids {
+		if !slices.Equal(names[id], want) {
+			t.Errorf("%s: %v\nwant %v", id, names[id], want)
+		}
+		n := ns[id]
+		// Read before the request started; sent after it ended.
+		if n[8] > n[9] || n[9] > n[0] || n[10] < n[6] || n[11] < n[10] {
+			t.Errorf("%s: times %v", id, n)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/settings"
+	"github.com/triton-go/triton/trace"
+)
+
+// fileTrace is one id of a trace file: its model record and its records'
+// names (stamps, and tensor activities) in file order.
+type fileTrace struct {
+	model, requestID string
+	parent           uint64
+	names            []string
+	ns               []int64
+}
+
+func readTraceFile(t *testing.T, path string) (order []uint64, byID map[uint64]*fileTrace) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct {
+		ID         uint64  `json:"id"`
+		ModelName  *string `json:"model_name"`
+		RequestID  string  `json:"request_id"`
+		ParentID   uint64  `json:"parent_id"`
+		Timestamps []struct {
+			Name string `json:"name"`
+			Ns   int64  `json:"ns"`
+		} `json:"timestamps"`
+	}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	byID = map[uint64]*fileTrace{}
+	for _, r := range recs {
+		x := byID[r.ID]
+		if x == nil {
+			x = &fileTrace{}
+			byID[r.ID] = x
+			order = append(order, r.ID)
+		}
+		if r.ModelName != nil {
+			x.model, x.requestID, x.parent = *r.ModelName, r.RequestID, r.ParentID
+			x.names = append(x.names, "model")
+			continue
+		}
+		for _, s := range r.Timestamps {
+			x.names = append(x.names, s.Name)
+			x.ns = append(x.ns, s.Ns)
+		}
+	}
+	return order, byID
+}
+
+// TestTraceHTTP: the HTTP frontend's stamps around the server's, in
+// Triton's order (HTTP_RECV_* first, the model record before
+// REQUEST_START), for a request that runs and for one the server refuses;
+// a request to an unknown model is not traced.
+func TestTraceHTTP(t *testing.T) {
+	store := settings.NewStore(nil)
+	file := filepath.Join(t.TempDir(), "trace.json")
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1, File: file})
+	tr, err := trace.New(store, trace.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	srv := newServer(t, repo(), triton.WithTracer(tr))
+	h := httpapi.NewHandler(srv, httpapi.WithSettings(store))
+	ok := serve(h, req{path: "/v2/models/simple/infer", body: []byte(`{"id":"h1","inputs":[` +
+		`{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},` +
+		`{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}`)})
+	wantStatus(t, ok, 200)
+	bad := serve(h, req{path: "/v2/models/simple/infer", body: []byte(`{"id":"h2","inputs":[` +
+		`{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}`)})
+	wantStatus(t, bad, 400)
+	wantStatus(t, serve(h, req{path: "/v2/models/nosuch/infer", body: []byte(`{}`)}), 400)
+	if md := serve(h, req{path: "/v2"}); !strings.Contains(md.Body.String(), `"statistics","trace","logging"`) {
+		t.Errorf("server metadata without the trace extension: %s", md.Body.String())
+	}
+	// The trace settings endpoint now refuses what cannot sample.
+	rec := serve(h, req{path: "/v2/trace/setting", body: []byte(`{"trace_rate":"0"}`)})
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "Attempting to set invalid trace setting :sample rate must be non-zero") {
+		t.Errorf("rate 0: %d %s", rec.Code, rec.Body.String())
+	}
+	if err := tr.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	order, byID := readTraceFile(t, file)
+	if len(order) != 2 {
+		t.Fatalf("%d traces, want 2", len(order))
+	}
+	want := []string{"HTTP_RECV_START", "HTTP_RECV_END", "model", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+		"COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"}
+	x := byID[order[0]]
+	if x.model != "simple" || x.requestID != "h1" || !slices.Equal(x.names, want) {
+		t.Errorf("h1: %s %s %v\nwant %v", x.model, x.requestID, x.names, want)
+	}
+	if !slices.IsSorted(x.ns) {
+		t.Errorf("h1: stamps out of order %v", x.ns)
+	}
+	wantBad := []string{"HTTP_RECV_START", "HTTP_RECV_END", "model", "REQUEST_START", "REQUEST_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"}
+	if y := byID[order[1]]; y.requestID != "h2" || !slices.Equal(y.names, wantBad) {
+		t.Errorf("h2: %s %v\nwant %v", y.requestID, y.names, wantBad)
+	}
+}
