@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,11 +237,13 @@ func (e *otelExporter) export(r *Record) {
 		ctx = oteltrace.ContextWithRemoteSpanContext(ctx, r.Remote)
 	}
 	ctx, root := e.tracer.Start(ctx, otelRootSpan, oteltrace.WithTimestamp(start), oteltrace.WithSpanKind(oteltrace.SpanKindServer))
+	var frontend []Stamp
 	for _, s := range r.Stamps {
 		if s.Activity.Frontend() {
-			root.AddEvent(s.Activity.String(), oteltrace.WithTimestamp(s.At))
+			frontend = append(frontend, s)
 		}
 	}
+	addEvents(root, frontend)
 	e.modelSpan(ctx, r, start)
 	root.End(oteltrace.WithTimestamp(end))
 }
@@ -271,15 +274,16 @@ func (e *otelExporter) modelSpan(ctx context.Context, r *Record, at time.Time) {
 	}
 	ctx, span := e.tracer.Start(ctx, r.Model, oteltrace.WithTimestamp(start),
 		oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithAttributes(attrs...))
-	var compute []Stamp
+	var own, compute []Stamp
 	for _, s := range r.Stamps {
 		switch {
 		case isCompute(s.Activity):
 			compute = append(compute, s)
 		case !s.Activity.Frontend() || r.Parent != 0:
-			span.AddEvent(s.Activity.String(), oteltrace.WithTimestamp(s.At))
+			own = append(own, s)
 		}
 	}
+	addEvents(span, own)
 	if len(compute) > 0 {
 		cstart, cend := compute[0].At, compute[len(compute)-1].At
 		if s, ok := stampOf(r, ComputeStart); ok {
@@ -289,9 +293,7 @@ func (e *otelExporter) modelSpan(ctx context.Context, r *Record, at time.Time) {
 			cend = s
 		}
 		_, cs := e.tracer.Start(ctx, otelComputeSpan, oteltrace.WithTimestamp(cstart), oteltrace.WithSpanKind(oteltrace.SpanKindServer))
-		for _, s := range compute {
-			cs.AddEvent(s.Activity.String(), oteltrace.WithTimestamp(s.At))
-		}
+		addEvents(cs, compute)
 		cs.End(oteltrace.WithTimestamp(cend))
 	}
 	for _, c := range r.Children {
@@ -316,6 +318,16 @@ func (e *otelExporter) close() error {
 		return fmt.Errorf("trace: flushing spans to %s: %w", e.sink.endpoint, err)
 	}
 	return nil
+}
+
+// addEvents adds stamps to span as events, in the order of their times
+// (the gRPC frontend's stamps, for one, are recorded after the server's,
+// as Triton records them), ties in the order taken.
+func addEvents(span oteltrace.Span, stamps []Stamp) {
+	slices.SortStableFunc(stamps, func(a, b Stamp) int { return a.At.Compare(b.At) })
+	for _, s := range stamps {
+		span.AddEvent(s.Activity.String(), oteltrace.WithTimestamp(s.At))
+	}
 }
 
 func isCompute(a Activity) bool { return a >= ComputeStart && a <= ComputeEnd }

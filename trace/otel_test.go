@@ -470,3 +470,33 @@ func TestOTelEndpointEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestOTelEventsInTimeOrder: events follow their times, not the order the
+// stamps were taken in (the gRPC frontend's come after the server's, and
+// compute's may come after REQUEST_END).
+func TestOTelEventsInTimeOrder(t *testing.T) {
+	rcv := otlptest.Start(t)
+	e := newTestExporter(t, Config{URL: rcv.HTTPURL}, nil)
+	e.export(&Record{ID: 1, Model: "g", Version: 1, Stamps: otelStamps(
+		RequestStart, 2, QueueStart, 3, RequestEnd, 8, ComputeStart, 4, ComputeInputEnd, 5, ComputeOutputStart, 6, ComputeEnd, 7,
+		InferResponseComplete, 9, GRPCWaitReadStart, 0, GRPCWaitReadEnd, 1, GRPCSendStart, 10, GRPCSendEnd, 11)})
+	if err := e.close(); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	for name, want := range map[string][]string{
+		"InferRequest": {"GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "INFER_RESPONSE_COMPLETE", "GRPC_SEND_START", "GRPC_SEND_END"},
+		"g":            {"REQUEST_START", "QUEUE_START", "REQUEST_END"},
+		"compute":      {"COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END"},
+	} {
+		s := otlptest.Find(spans, name)
+		if len(s) != 1 {
+			t.Fatalf("spans %s: %d, want 1", name, len(s))
+		}
+		if got := s[0].EventNames(); !slices.Equal(got, want) {
+			t.Errorf("span %s: events %v, want %v", name, got, want)
+		}
+	}
+	root := otlptest.Find(spans, "InferRequest")[0]
+	checkSpan(t, root, 0, 11, nil, root.EventNames()...)
+}

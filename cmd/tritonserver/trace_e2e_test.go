@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/otlptest"
 )
 
@@ -106,27 +111,50 @@ func asStrings(v any) []string {
 }
 
 // TestTraceOpenTelemetryFlagEndToEnd serves text_reverse in mode
-// opentelemetry, exporting over OTLP/HTTP and over OTLP/gRPC to a real
-// OTLP receiver, and checks the spans of one request: InferRequest →
-// text_reverse (Triton's attributes) → compute, the resource with
-// service.name and the --trace-config resource, and that the shutdown
-// flushed them (the schedule delay is an hour).
+// opentelemetry at rate 1000, exporting over OTLP/HTTP and over OTLP/gRPC
+// to a real OTLP receiver. One request carries a W3C traceparent (an HTTP
+// header, or gRPC metadata): it is traced although it is not the 1000th
+// (Triton's forced sampling) and continues that trace; the next one, with
+// none, is not traced. The spans of the traced one: InferRequest (under
+// the remote parent, the frontend's stamps as events) → text_reverse
+// (Triton's attributes) → compute; the resource has service.name and the
+// --trace-config resource; the shutdown flushed them (the schedule delay
+// is an hour).
 func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
 	rcv := otlptest.Start(t)
-	for _, tc := range []struct{ name, url, protocol string }{
-		{"http", rcv.HTTPURL, "http/protobuf"},
-		{"grpc", rcv.GRPCAddr, "grpc"},
+	const (
+		traceID  = "4bf92f3577b34da6a3ce929d0e0e4736"
+		parentID = "00f067aa0ba902b7"
+		parent   = "00-" + traceID + "-" + parentID + "-01"
+	)
+	for _, tc := range []struct {
+		name, url, protocol string
+		rootEvents          []string
+	}{
+		{"http", rcv.HTTPURL, "http/protobuf", []string{"HTTP_RECV_START", "HTTP_RECV_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"}},
+		{"grpc", rcv.GRPCAddr, "grpc", []string{"GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "INFER_RESPONSE_COMPLETE", "GRPC_SEND_START", "GRPC_SEND_END"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(rcv.Spans())
 			s := startBinary(t, append(reverseOnly, "--trace-config=mode=opentelemetry", "--trace-config=level=TIMESTAMPS",
-				"--trace-config=rate=1", "--trace-config=opentelemetry,url="+tc.url, "--trace-config=opentelemetry,protocol="+tc.protocol,
+				"--trace-config=opentelemetry,url="+tc.url, "--trace-config=opentelemetry,protocol="+tc.protocol,
 				"--trace-config=opentelemetry,resource=test.key="+tc.name, "--trace-config=opentelemetry,bsp_schedule_delay=3600000")...)
 			code, _, body := s.do("GET", "/v2/trace/setting", "", nil, nil)
 			if code != 200 || !strings.Contains(string(body), `"trace_mode":"opentelemetry"`) {
 				t.Errorf("GET /v2/trace/setting: %d %s; want trace_mode opentelemetry", code, body)
 			}
-			reverseInfer(t, s, "otel-"+tc.name)
+			// The request that carries a parent goes over the protocol the
+			// spans are exported with, so that both frontends are seen.
+			id := "otel-" + tc.name
+			if tc.name == "http" {
+				req := `{"id":"` + id + `","inputs":[{"name":"TEXT","shape":[1],"datatype":"BYTES","data":["abc"]}]}`
+				if code, _, resp := s.do("POST", "/v2/models/text_reverse/infer", "application/json", []byte(req), map[string]string{"traceparent": parent}); code != 200 {
+					t.Fatalf("infer: %d %s", code, resp)
+				}
+			} else {
+				grpcReverse(t, s, id, metadata.Pairs("traceparent", parent))
+			}
+			reverseInfer(t, s, "no-parent")
 			s.terminate(30 * time.Second)
 			// The receiver answers an export once it holds the spans: the
 			// binary has exited, so its shutdown flushed them here.
@@ -138,11 +166,23 @@ func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
 			if len(root) != 1 || len(model) != 1 || len(compute) != 1 {
 				t.Fatalf("spans %+v, want one each of InferRequest, text_reverse, compute", spans)
 			}
-			if root[0].ParentID != "" || model[0].ParentID != root[0].SpanID || compute[0].ParentID != model[0].SpanID {
-				t.Errorf("parentage: root %s (parent %q), model under %s, compute under %s", root[0].SpanID, root[0].ParentID, model[0].ParentID, compute[0].ParentID)
+			if root[0].ParentID != parentID || model[0].ParentID != root[0].SpanID || compute[0].ParentID != model[0].SpanID {
+				t.Errorf("parentage: root %s (parent %q, want %s), model under %s, compute under %s",
+					root[0].SpanID, root[0].ParentID, parentID, model[0].ParentID, compute[0].ParentID)
+			}
+			for _, sp := range spans {
+				if sp.TraceID != traceID {
+					t.Errorf("span %s: trace %s, want the traceparent's %s", sp.Name, sp.TraceID, traceID)
+				}
+				if sp.Resource["service.name"] != "triton-inference-server" || sp.Resource["test.key"] != tc.name || sp.Scope != "triton-server" || sp.Kind != "Server" {
+					t.Errorf("span %s: resource %v scope %s kind %s", sp.Name, sp.Resource, sp.Scope, sp.Kind)
+				}
+			}
+			if got := root[0].EventNames(); !slices.Equal(got, tc.rootEvents) {
+				t.Errorf("root span events %v, want %v", got, tc.rootEvents)
 			}
 			a := model[0].Attributes
-			if a["triton.model_name"] != "text_reverse" || a["triton.model_version"] != int64(1) || a["triton.request_id"] != "otel-"+tc.name ||
+			if a["triton.model_name"] != "text_reverse" || a["triton.model_version"] != int64(1) || a["triton.request_id"] != id ||
 				a["triton.trace_parent_id"] != int64(0) {
 				t.Errorf("model span attributes %v", a)
 			}
@@ -152,12 +192,27 @@ func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
 			if got := compute[0].EventNames(); !slices.Equal(got, []string{"COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END"}) {
 				t.Errorf("compute span events %v", got)
 			}
-			for _, sp := range spans {
-				if sp.Resource["service.name"] != "triton-inference-server" || sp.Resource["test.key"] != tc.name || sp.Scope != "triton-server" || sp.Kind != "Server" {
-					t.Errorf("span %s: resource %v scope %s kind %s", sp.Name, sp.Resource, sp.Scope, sp.Kind)
-				}
-			}
 		})
+	}
+}
+
+// grpcReverse sends one request to text_reverse over gRPC with md.
+func grpcReverse(t *testing.T, s *binaryServer, id string, md metadata.MD) {
+	t.Helper()
+	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(metadata.NewOutgoingContext(context.Background(), md), 30*time.Second)
+	defer cancel()
+	resp, err := inferencepb.NewGRPCInferenceServiceClient(conn).ModelInfer(ctx, &inferencepb.ModelInferRequest{
+		ModelName: "text_reverse", Id: id,
+		Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "TEXT", Datatype: "BYTES", Shape: []int64{1},
+			Contents: &inferencepb.InferTensorContents{BytesContents: [][]byte{[]byte("abc")}}}},
+	})
+	if err != nil || resp.GetId() != id {
+		t.Fatalf("ModelInfer: %v, %v", resp, err)
 	}
 }
 
