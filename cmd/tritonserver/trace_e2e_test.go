@@ -17,6 +17,7 @@ import (
 
 	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/otlptest"
+	"github.com/triton-go/triton/internal/testenv"
 )
 
 // reverseInfer is one request to text_reverse over HTTP.
@@ -230,5 +231,50 @@ func TestTraceBadEnvironment(t *testing.T) {
 	}
 	if want := "Bad option: \"OTEL_BSP_MAX_QUEUE_SIZE\".\nInvalid option value. Got abc"; !strings.Contains(string(out), want) {
 		t.Errorf("output:\n%s\nwant %q", out, want)
+	}
+}
+
+// TestTraceOpenTelemetryEnsembleEndToEnd runs the add_sub_twice ensemble
+// (two ONNX Runtime steps) in mode opentelemetry and checks Triton's
+// shape of it: each step's model span under the ensemble's, with its own
+// compute span, and triton.trace_parent_id naming the ensemble's trace.
+func TestTraceOpenTelemetryEnsembleEndToEnd(t *testing.T) {
+	testenv.NeedLibrary(t)
+	rcv := otlptest.Start(t)
+	s := startBinary(t, "--model-repository="+exampleRepo, "--model-control-mode=explicit", "--load-model=add_sub", "--load-model=add_sub_twice",
+		"--trace-config=mode=opentelemetry", "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1",
+		"--trace-config=opentelemetry,url="+rcv.HTTPURL)
+	code, _, body := s.do("POST", "/v2/models/add_sub_twice/infer", "application/json",
+		[]byte(`{"inputs":[{"name":"A","shape":[1,16],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},`+
+			`{"name":"B","shape":[1,16],"datatype":"FP32","data":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-1]}]}`), nil)
+	if code != 200 {
+		t.Fatalf("ensemble infer: %d %s", code, body)
+	}
+	s.terminate(30 * time.Second)
+	spans := rcv.Spans()
+	ens, steps := otlptest.Find(spans, "add_sub_twice"), otlptest.Find(spans, "add_sub")
+	if len(ens) != 1 || len(steps) != 2 {
+		t.Fatalf("spans %+v, want one add_sub_twice and two add_sub", spans)
+	}
+	root := otlptest.Find(spans, "InferRequest")
+	if len(root) != 1 || ens[0].ParentID != root[0].SpanID {
+		t.Fatalf("add_sub_twice under %s, want the one InferRequest %+v", ens[0].ParentID, root)
+	}
+	for _, st := range steps {
+		if st.ParentID != ens[0].SpanID || st.Attributes["triton.trace_parent_id"] != ens[0].Attributes["triton.trace_id"] {
+			t.Errorf("step %+v: want under add_sub_twice's span, parent id %v", st, ens[0].Attributes["triton.trace_id"])
+		}
+		var computes int
+		for _, c := range otlptest.Find(spans, "compute") {
+			if c.ParentID == st.SpanID {
+				computes++
+			}
+		}
+		if computes != 1 {
+			t.Errorf("step %s: %d compute spans, want 1", st.SpanID, computes)
+		}
+		if st.Start.Before(ens[0].Start) || st.End.After(ens[0].End) {
+			t.Errorf("step %v..%v outside the ensemble's %v..%v", st.Start, st.End, ens[0].Start, ens[0].End)
+		}
 	}
 }
