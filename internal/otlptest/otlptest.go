@@ -3,7 +3,6 @@ package otlptest
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -218,9 +217,6 @@ func (r *Receiver) WaitSpans(ctx context.Context, n int) ([]Span, error) {
 		}
 	}
 }
-
-// ErrNotFound is returned by [Find] when no span has the name.
-var ErrNotFound = errors.New("otlptest: no span with that name")
 
 // Find returns the spans of spans named name.
 func Find(spans []Span, name string) []Span {
