@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the Go code of our .proto files: modelconfig/model_config.pb.go,
-# and the gRPC adapter's grpcapi/inferencepb (GRPCInferenceService) and
-# grpcapi/healthpb (grpc.health.v1) with their service stubs.
+# and the gRPC adapter's grpcapi/inferencepb (GRPCInferenceService) with its
+# service stubs. grpcapi/healthpb (grpc.health.v1) is grpc-go's own package.
 #
 # Installs what it needs, only when missing:
 #   - protoc, from Debian's protobuf-compiler package (sudo unless root);
@@ -41,7 +41,7 @@ protoc \
 	--go_opt=paths=source_relative \
 	model_config.proto
 
-for pkg in inferencepb healthpb; do
+for pkg in inferencepb; do
 	protoc \
 		--plugin=protoc-gen-go="$gen" \
 		--plugin=protoc-gen-go-grpc="$gengrpc" \
@@ -52,4 +52,4 @@ for pkg in inferencepb healthpb; do
 		"grpcapi/$pkg"/*.proto
 done
 
-echo "gen-proto: wrote modelconfig/model_config.pb.go, grpcapi/inferencepb and grpcapi/healthpb" >&2
+echo "gen-proto: wrote modelconfig/model_config.pb.go and grpcapi/inferencepb" >&2

@@ -66,6 +66,9 @@ type config struct {
 	logInfo, logWarning, logError bool
 	logFile                       string
 
+	traceFlags traceFlags // the --trace-* flags as given
+	trace      traceSetup // what they come to, once all flags are read
+
 	// warnings are the flags given that have no effect here, each once,
 	// with the reason: run logs them when the logger exists.
 	warnings []flagWarning
@@ -131,6 +134,7 @@ func defaultConfig() config {
 		metricsConfig: metricsConfig{counterLatencies: true, stageHistograms: true},
 		rateLimit:     "off", backendConfig: map[string]map[string]string{},
 		logFormat: "default", logInfo: true, logWarning: true, logError: true,
+		traceFlags: newTraceFlags(),
 	}
 }
 
@@ -141,7 +145,6 @@ const (
 	noCUDAPools = "this server keeps no pinned or CUDA memory pools: tensors live in Go memory and backends manage device memory"
 	noDevices   = "this server does not manage GPUs itself: the backends' runtimes do"
 	noDirs      = "backends are compiled into this binary; only the pytorch backend's shim is looked for there, as <dir>/pytorch/libtriton_pytorch.so"
-	noTracing   = "tracing is not implemented yet"
 	noThreads   = "requests are served on goroutines, as many as there are connections and calls; there is no thread pool to size"
 	noPools     = "requests and responses are allocated per call and collected by Go's garbage collector; there is no pool to size"
 )
@@ -153,7 +156,7 @@ func (c *config) options() []option {
 		return func(string) error { c.warn(name, reason); return nil }
 	}
 	var cacheSize, cacheConfig bool // the two cache flags exclude each other
-	return []option{
+	return append([]option{
 		{"help", false, func(string) error { return errHelp }},
 		// Server
 		{"id", true, str(&c.id)},
@@ -307,13 +310,7 @@ func (c *config) options() []option {
 		}},
 		{"metrics-config", true, c.metricsConfig.set},
 		// Tracing
-		{"trace-config", true, func(v string) error {
-			if err := checkTraceConfig(v); err != nil {
-				return err
-			}
-			c.warn("trace-config", noTracing)
-			return nil
-		}},
+		{"trace-config", true, c.traceFlags.addLine},
 		// Response cache
 		{"cache-config", true, func(v string) error {
 			cacheConfig = true
@@ -366,12 +363,7 @@ func (c *config) options() []option {
 			c.responseCacheBytes = n
 			return err
 		}},
-		{"trace-file", true, unsupported("trace-file", noTracing)},
-		{"trace-level", true, typed(parseTraceLevel, unsupported("trace-level", noTracing))},
-		{"trace-rate", true, typed(parseInt, unsupported("trace-rate", noTracing))},
-		{"trace-count", true, typed(parseInt, unsupported("trace-count", noTracing))},
-		{"trace-log-frequency", true, typed(parseInt, unsupported("trace-log-frequency", noTracing))},
-	}
+	}, c.traceFlags.deprecated()...)
 }
 
 var (
@@ -391,12 +383,14 @@ var (
 // warning that says why it has no effect here (in c.warnings, logged by
 // run): the SageMaker and Vertex AI endpoints, CUDA and pinned memory
 // pools and other device settings, thread and pool sizes, backend, cache
-// and repository-agent directories, model namespacing, and the --trace-*
-// flags until tracing exists. The README's "cmd/tritonserver's flags"
-// section lists them. --help writes the flag names to usage and returns
-// errHelp.
+// and repository-agent directories, model namespacing. The README's
+// "cmd/tritonserver's flags" section lists them. --help writes the flag
+// names to usage and returns errHelp. usage is standard error: the
+// --trace-* flags write tritonserver's warnings there too (deprecated
+// flags, and --trace-config overriding them; see trace.go).
 func parseFlags(args []string, usage io.Writer) (config, error) {
 	c := defaultConfig()
+	c.traceFlags.stderr = usage
 	opts := c.options()
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -433,6 +427,10 @@ func parseFlags(args []string, usage io.Writer) (config, error) {
 			}
 			return c, fmt.Errorf("Bad option: \"--%s\".\n%w", o.name, err)
 		}
+	}
+	var err error
+	if c.trace, err = c.traceFlags.resolve(); err != nil {
+		return c, err
 	}
 	return c, c.check()
 }
@@ -808,46 +806,6 @@ func checkRateLimitResource(v string) error {
 		if _, err := parseInt(p); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// parseTraceLevel reads a trace level as tritonserver does.
-func parseTraceLevel(v string) (string, error) {
-	switch l := strings.ToLower(v); l {
-	case "false", "off", "true", "on", "min", "max", "timestamps", "tensors":
-		return l, nil
-	}
-	return "", errors.New("invalid value for trace level option: " + v)
-}
-
-// checkTraceConfig checks --trace-config [<mode>,]<setting>=<value>.
-func checkTraceConfig(v string) error {
-	mode, kv := "", v
-	if i := strings.Index(v, ","); i == 0 {
-		return fmt.Errorf("No trace mode specified. --trace-config option format is <trace mode>,<setting>=<value> or <setting>=<value>. Got %s", v)
-	} else if eq := strings.Index(v, "="); i > 0 && (eq < 0 || i < eq) {
-		mode, kv = v[:i], v[i+1:]
-	}
-	if m := strings.ToLower(mode); m != "" && m != "triton" && m != "opentelemetry" {
-		return fmt.Errorf("invalid value for trace mode option: %s. Available options are \"triton\" and \"opentelemetry\"", mode)
-	}
-	key, value, ok := strings.Cut(kv, "=")
-	if !ok || key == "" || value == "" {
-		return fmt.Errorf("--trace-config option format is '<trace mode>,<setting>=<value>'. Got %s", v)
-	}
-	if mode != "" {
-		return nil
-	}
-	var err error
-	switch key {
-	case "level":
-		_, err = parseTraceLevel(value)
-	case "rate", "count":
-		_, err = parseInt(value)
-	}
-	if err != nil {
-		return fmt.Errorf("Bad option: \"--trace-config %s\".\n%w", key, err)
 	}
 	return nil
 }

@@ -204,7 +204,7 @@ func TestGRPCMaxConnectionAge(t *testing.T) {
 func TestLogFlags(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "triton.log")
 	s := startBinary(t, append(reverseOnly, "--log-file", logFile, "--log-info=false", "--log-warning=true",
-		"--backend-directory=/opt/tritonserver/backends", "--backend-directory", "/other", "--trace-level=TIMESTAMPS",
+		"--backend-directory=/opt/tritonserver/backends", "--backend-directory", "/other", "--repoagent-directory=/opt/tritonserver/repoagents",
 		"--pinned-memory-pool-byte-size=268435456", "--allow-sagemaker=true", "--sagemaker-port=8080")...)
 	if code, _, body := s.do("GET", "/v2/logging", "", nil, nil); code != 200 || !strings.Contains(string(body), `"log_file":"`+logFile+`"`) {
 		t.Errorf("GET /v2/logging: %d %s; want log_file %s", code, body, logFile)
@@ -216,7 +216,7 @@ func TestLogFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := string(data)
-	for _, flag := range []string{"--backend-directory", "--trace-level", "--pinned-memory-pool-byte-size", "--allow-sagemaker", "--sagemaker-port"} {
+	for _, flag := range []string{"--backend-directory", "--repoagent-directory", "--pinned-memory-pool-byte-size", "--allow-sagemaker", "--sagemaker-port"} {
 		if n := strings.Count(log, `"flag": "`+flag+`"`); n != 1 {
 			t.Errorf("%s named %d times in the log, want 1:\n%s", flag, n, log)
 		}

@@ -99,7 +99,7 @@ var tritonFlags = []tritonFlag{
 	{"metrics-interval-ms", "500", false},
 	{"metrics-config", "summary_latencies=true", false},
 	// Tracing
-	{"trace-config", "triton,file=/tmp/trace.json", true},
+	{"trace-config", "triton,file=/tmp/trace.json", false},
 	// Response cache
 	{"cache-config", "local,size=1048576", false},
 	{"cache-directory", "/opt/tritonserver/caches", true},
@@ -122,11 +122,11 @@ var tritonFlags = []tritonFlag{
 	// Deprecated in tritonserver
 	{"strict-model-config", "false", false},
 	{"response-cache-byte-size", "1048576", false},
-	{"trace-file", "/tmp/trace.json", true},
-	{"trace-level", "TIMESTAMPS", true},
-	{"trace-rate", "1000", true},
-	{"trace-count", "-1", true},
-	{"trace-log-frequency", "0", true},
+	{"trace-file", "/tmp/trace.json", false},
+	{"trace-level", "TIMESTAMPS", false},
+	{"trace-rate", "1000", false},
+	{"trace-count", "-1", false},
+	{"trace-log-frequency", "0", false},
 }
 
 // TestEveryTritonFlag checks that the parser has exactly tritonserver's
@@ -319,7 +319,7 @@ func TestFlagErrors(t *testing.T) {
 		"bad forward pattern":   {[]string{"--grpc-header-forward-pattern=("}, "Bad option: \"--grpc-header-forward-pattern\".\ninvalid regular expression \"(\": error parsing regexp: missing closing ): `(?i)(`"},
 		"thread count range":    {[]string{"--grpc-infer-thread-count=1"}, "Bad option: \"--grpc-infer-thread-count\".\ninvalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128."},
 		"bad pair":              {[]string{"--cuda-memory-pool-byte-size=67108864"}, "Bad option: \"--cuda-memory-pool-byte-size\".\nCannot parse pair option due to incorrect number of inputs.--<pair option> argument requires format <first>:<second>. Found: 67108864"},
-		"bad trace level":       {[]string{"--trace-level=ALL"}, "Bad option: \"--trace-level\".\ninvalid value for trace level option: ALL"},
+		"bad trace level":       {[]string{"--trace-level=ALL"}, "Bad option: \"--trace-level\".\ninvalid value for trace level option: all"},
 		"bad trace mode":        {[]string{"--trace-config=zipkin,rate=1"}, "Bad option: \"--trace-config\".\ninvalid value for trace mode option: zipkin. Available options are \"triton\" and \"opentelemetry\""},
 		"two cache flags":       {[]string{"--response-cache-byte-size=10", "--cache-config=local,size=10"}, "Bad option: \"--cache-config\".\nError: Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other."},
 		"same port":             {[]string{"--grpc-port=8000"}, "The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000"},

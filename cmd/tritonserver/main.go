@@ -8,8 +8,15 @@
 //
 // Every option of tritonserver's parser is accepted, with its syntax and
 // its error messages (see parseFlags); an option that has no meaning here
-// (SageMaker, Vertex AI, CUDA memory pools, tracing for now, ...) is
-// logged once at start with the reason.
+// (SageMaker, Vertex AI, CUDA memory pools, ...) is logged once at start
+// with the reason.
+//
+// Tracing follows --trace-config (see trace.go): Triton's trace file
+// (triton,file=...) or OpenTelemetry spans over OTLP/HTTP
+// (mode=opentelemetry, opentelemetry,url=...) and, beyond tritonserver,
+// OTLP/gRPC (opentelemetry,protocol=grpc); the deprecated --trace-file,
+// --trace-level, --trace-rate, --trace-count and --trace-log-frequency
+// work with tritonserver's warnings.
 //
 // It serves ONNX models with ONNX Runtime, TorchScript models with libtorch
 // (the pytorch backend, whose shim --backend-directory can point at) and,
@@ -83,11 +90,21 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		logger.Warn("flag has no effect here", zap.String("flag", "--"+w.flag), zap.String("reason", w.reason))
 	}
 
+	// One settings store: log and trace settings changed over either
+	// protocol are the server's, as in Triton.
+	st := settings.NewStore(level)
+	st.SetLogFile(cfg.logFile)
+	tracer, err := newTracer(cfg.trace, st, logger)
+	if err != nil {
+		return err
+	}
+	defer tracer.Close(context.Background()) // after an error; the shutdown below closes it first
+
 	opts, lat, err := serverOptions(cfg, logger)
 	if err != nil {
 		return err
 	}
-	srv, err := triton.New(opts...)
+	srv, err := triton.New(append(opts, triton.WithTracer(tracer))...)
 	if err != nil {
 		return err
 	}
@@ -119,10 +136,6 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 	// One shared-memory registry for both protocols, as in Triton: a region
 	// registered over HTTP serves gRPC requests too.
-	// One settings store: log and trace settings changed over either
-	// protocol are the server's, as in Triton.
-	st := settings.NewStore(level)
-	st.SetLogFile(cfg.logFile)
 	var shm *sysshm.Registry
 	if cfg.allowClientShm {
 		shm = sysshm.NewRegistry()
@@ -228,6 +241,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		case <-stopped:
 		case <-sctx.Done():
 		}
+	}
+	// The requests have ended: their traces are written or exported.
+	if err := tracer.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("tracing: %w", err))
 	}
 	return errors.Join(errs...)
 }

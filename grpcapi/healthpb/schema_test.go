@@ -17,11 +17,13 @@ const (
 	service = "grpc.health.v1.Health"
 )
 
-// rpcs are the RPCs of Triton's health.proto in declaration order.
-// triton-protocol.md §2.1 lists only Check; Triton's real health.proto also
-// declares the server-streaming Watch.
+// rpcs are the RPCs of grpc-go's health.proto in declaration order: those
+// of Triton's (triton-protocol.md §2.1 lists only Check; Triton's real
+// health.proto also declares the server-streaming Watch) and List, which
+// grpc-go's adds (unimplemented here, as in Triton).
 var rpcs = []protoschema.RPC{
 	{Name: "Check", In: "HealthCheckRequest", Out: "HealthCheckResponse", FullMethod: healthpb.Health_Check_FullMethodName},
+	{Name: "List", In: "HealthListRequest", Out: "HealthListResponse", FullMethod: healthpb.Health_List_FullMethodName},
 	{Name: "Watch", In: "HealthCheckRequest", Out: "HealthCheckResponse", ServerStream: true, FullMethod: healthpb.Health_Watch_FullMethodName},
 }
 
@@ -30,6 +32,8 @@ var rpcs = []protoschema.RPC{
 var schema = []protoschema.Field{
 	{Msg: "HealthCheckRequest", Field: "service", Num: 1, Card: protoreflect.Optional, Kind: protoreflect.StringKind},
 	{Msg: "HealthCheckResponse", Field: "status", Num: 1, Card: protoreflect.Optional, Kind: protoreflect.EnumKind, Type: "HealthCheckResponse.ServingStatus"},
+	// grpc-go's List, beyond Triton's health.proto.
+	{Msg: "HealthListResponse", Field: "statuses", Num: 1, Card: protoreflect.Repeated, Kind: protoreflect.MessageKind, Type: "map<string,HealthCheckResponse>"},
 }
 
 // servingStatus are the values of HealthCheckResponse.ServingStatus in
@@ -43,7 +47,7 @@ func fileDesc() protoreflect.FileDescriptor {
 }
 
 func TestSchemaFile(t *testing.T) {
-	fd, err := protoregistry.GlobalFiles.FindFileByPath("health.proto")
+	fd, err := protoregistry.GlobalFiles.FindFileByPath("grpc/health/v1/health.proto")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +63,7 @@ func TestSchemaFile(t *testing.T) {
 	if n := fd.Imports().Len(); n != 0 {
 		t.Errorf("%d imports, want none", n)
 	}
-	const goPkg = "github.com/triton-go/triton/grpcapi/healthpb"
+	const goPkg = "google.golang.org/grpc/health/grpc_health_v1"
 	if got := fd.Options().(*descriptorpb.FileOptions).GetGoPackage(); got != goPkg {
 		t.Errorf("go_package = %q, want %q", got, goPkg)
 	}
@@ -73,11 +77,12 @@ func TestSchemaFile(t *testing.T) {
 	for i := range fd.Messages().Len() {
 		m := fd.Messages().Get(i)
 		msgs = append(msgs, string(m.Name()))
-		if n := m.Messages().Len(); n != 0 {
+		if n := m.Messages().Len(); n != 0 && m.Name() != "HealthListResponse" { // its map entry
 			t.Errorf("message %s declares %d nested messages, want none", m.Name(), n)
 		}
 	}
-	if want := []string{"HealthCheckRequest", "HealthCheckResponse"}; !slices.Equal(msgs, want) {
+	// Triton's two, and List's.
+	if want := []string{"HealthCheckRequest", "HealthCheckResponse", "HealthListRequest", "HealthListResponse"}; !slices.Equal(msgs, want) {
 		t.Errorf("messages = %q, want %q", msgs, want)
 	}
 }
@@ -87,7 +92,7 @@ func TestSchemaService(t *testing.T) {
 }
 
 func TestSchemaFields(t *testing.T) {
-	protoschema.Fields(t, fileDesc(), pkg, schema, nil)
+	protoschema.Fields(t, fileDesc(), pkg, schema, []string{"HealthListRequest"})
 }
 
 func TestSchemaServingStatus(t *testing.T) {
