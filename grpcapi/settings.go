@@ -123,12 +123,19 @@ func (s *Service) TraceSetting(ctx context.Context, req *inferencepb.TraceSettin
 	val := func(vs ...string) *inferencepb.TraceSettingResponse_SettingValue {
 		return &inferencepb.TraceSettingResponse_SettingValue{Value: vs}
 	}
-	return &inferencepb.TraceSettingResponse{Settings: map[string]*inferencepb.TraceSettingResponse_SettingValue{
-		"trace_level":   val(t.Level.Names()...),
-		"trace_rate":    val(strconv.FormatUint(uint64(t.Rate), 10)),
-		"trace_count":   val(strconv.FormatInt(int64(t.Count), 10)),
-		"log_frequency": val(strconv.FormatUint(uint64(t.LogFrequency), 10)),
-		"trace_file":    val(t.File),
-		"trace_mode":    val(t.Mode),
-	}}, nil
+	out := map[string]*inferencepb.TraceSettingResponse_SettingValue{
+		"trace_level": val(t.Level.Names()...),
+		"trace_rate":  val(strconv.FormatUint(uint64(t.Rate), 10)),
+		"trace_count": val(strconv.FormatInt(int64(t.Count), 10)),
+		"trace_mode":  val(t.Mode),
+	}
+	if t.Mode == settings.ModeOpenTelemetry {
+		for _, o := range s.settings.TraceOptions() { // in place of the trace file's, as Triton answers
+			out[o.Key] = val(o.Values...)
+		}
+	} else {
+		out["log_frequency"] = val(strconv.FormatUint(uint64(t.LogFrequency), 10))
+		out["trace_file"] = val(t.File)
+	}
+	return &inferencepb.TraceSettingResponse{Settings: out}, nil
 }

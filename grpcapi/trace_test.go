@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/grpcapi"
+	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/trace"
 )
@@ -110,5 +112,44 @@ func TestTraceGRPC(t *testing.T) {
 		if n[8] > n[9] || n[9] > n[0] || n[10] < n[6] || n[11] < n[10] {
 			t.Errorf("%s: times %v", id, n)
 		}
+	}
+}
+
+// TestTraceSettingReportsTracer: TraceSetting's trace_count is what the
+// tracer has left, and in mode opentelemetry the tracer's own settings
+// replace trace_file and log_frequency.
+func TestTraceSettingReportsTracer(t *testing.T) {
+	store := settings.NewStore(nil)
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: 2, File: filepath.Join(t.TempDir(), "trace.json")})
+	tr, err := trace.New(store, trace.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	f := newFixture(t, setup{server: []triton.Option{triton.WithTracer(tr)}, svc: []grpcapi.Option{grpcapi.WithSettings(store)}})
+	ctx := t.Context()
+	if _, err := f.client.ModelInfer(ctx, simpleRequest()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.client.TraceSetting(ctx, &inferencepb.TraceSettingRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetSettings()["trace_count"].GetValue(); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("trace_count %v after one traced request of two, want [1]", got)
+	}
+
+	otel := settings.NewStore(nil)
+	otel.SetTraceOptions([]settings.TraceOption{{Key: "url", Values: []string{"localhost:4318/v1/traces"}}, {Key: "resource", Values: []string{"a=1", "b=2"}}})
+	otel.SetTraceMode(settings.ModeOpenTelemetry)
+	g := newFixture(t, setup{svc: []grpcapi.Option{grpcapi.WithSettings(otel)}})
+	resp, err = g.client.TraceSetting(ctx, &inferencepb.TraceSettingRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resp.GetSettings()
+	if _, ok := s["trace_file"]; ok || !slices.Equal(s["resource"].GetValue(), []string{"a=1", "b=2"}) ||
+		!slices.Equal(s["url"].GetValue(), []string{"localhost:4318/v1/traces"}) || !slices.Equal(s["trace_mode"].GetValue(), []string{"opentelemetry"}) {
+		t.Errorf("opentelemetry settings %v", s)
 	}
 }

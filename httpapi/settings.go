@@ -153,10 +153,33 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 	out = strconv.AppendUint(out, uint64(t.Rate), 10)
 	out = append(out, `","trace_count":"`...)
 	out = strconv.AppendInt(out, int64(t.Count), 10)
-	out = append(out, `","log_frequency":"`...)
-	out = strconv.AppendUint(out, uint64(t.LogFrequency), 10)
-	out = append(out, `","trace_file":`...)
-	out = appendJSONString(out, t.File)
+	out = append(out, '"')
+	if t.Mode == settings.ModeOpenTelemetry {
+		// Triton's opentelemetry settings in place of the trace file's: a
+		// string, or an array when given more than once (resource).
+		for _, o := range h.settings.TraceOptions() {
+			out = append(out, ',')
+			out = appendJSONString(out, o.Key)
+			out = append(out, ':')
+			if len(o.Values) == 1 {
+				out = appendJSONString(out, o.Values[0])
+				continue
+			}
+			out = append(out, '[')
+			for i, v := range o.Values {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				out = appendJSONString(out, v)
+			}
+			out = append(out, ']')
+		}
+	} else {
+		out = append(out, `,"log_frequency":"`...)
+		out = strconv.AppendUint(out, uint64(t.LogFrequency), 10)
+		out = append(out, `","trace_file":`...)
+		out = appendJSONString(out, t.File)
+	}
 	out = append(out, `,"trace_mode":`...)
 	out = appendJSONString(out, t.Mode)
 	writeJSON(w, append(out, '}'))

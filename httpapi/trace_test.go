@@ -116,3 +116,41 @@ func TestTraceHTTP(t *testing.T) {
 		t.Errorf("h2: %s %v\nwant %v", y.requestID, y.names, wantBad)
 	}
 }
+
+// TestTraceSettingReportsTracer: trace_count counts down as the tracer
+// samples (Triton reports what is left), and in mode opentelemetry the
+// tracer's own settings stand in place of trace_file and log_frequency.
+func TestTraceSettingReportsTracer(t *testing.T) {
+	store := settings.NewStore(nil)
+	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: 3, File: filepath.Join(t.TempDir(), "trace.json")})
+	tr, err := trace.New(store, trace.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	srv := newServer(t, repo(), triton.WithTracer(tr))
+	h := httpapi.NewHandler(srv, httpapi.WithSettings(store))
+	infer := req{path: "/v2/models/simple/infer", body: []byte(`{"inputs":[` +
+		`{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},` +
+		`{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}`)}
+	for i, want := range []string{`"trace_count":"3"`, `"trace_count":"2"`, `"trace_count":"1"`, `"trace_count":"0"`, `"trace_count":"0"`} {
+		rec := serve(h, req{method: "GET", path: "/v2/trace/setting"})
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("after %d requests: %s, want %s", i, rec.Body.String(), want)
+		}
+		wantStatus(t, serve(h, infer), 200)
+	}
+	// An update starts the count again.
+	if rec := serve(h, req{path: "/v2/trace/setting", body: []byte(`{"trace_count":"5"}`)}); !strings.Contains(rec.Body.String(), `"trace_count":"5"`) {
+		t.Errorf("update: %s", rec.Body.String())
+	}
+
+	otel := settings.NewStore(nil)
+	otel.SetTraceOptions([]settings.TraceOption{{Key: "url", Values: []string{"localhost:4318/v1/traces"}}, {Key: "resource", Values: []string{"a=1", "b=2"}}})
+	otel.SetTraceMode(settings.ModeOpenTelemetry)
+	rec := serve(httpapi.NewHandler(srv, httpapi.WithSettings(otel)), req{method: "GET", path: "/v2/trace/setting"})
+	const want = `{"trace_level":["OFF"],"trace_rate":"1000","trace_count":"-1","url":"localhost:4318/v1/traces","resource":["a=1","b=2"],"trace_mode":"opentelemetry"}`
+	if rec.Body.String() != want {
+		t.Errorf("opentelemetry settings %s\nwant %s", rec.Body.String(), want)
+	}
+}

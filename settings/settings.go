@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -137,7 +139,7 @@ func (t Trace) Valid() (ok bool, reason string) {
 		return false, "tracing is disabled"
 	case t.Rate == 0:
 		return false, "sample rate must be non-zero"
-	case t.Mode != "opentelemetry" && t.File == "":
+	case t.Mode != ModeOpenTelemetry && t.File == "":
 		return false, "trace file name is not given"
 	}
 	return t.Count != 0, ""
@@ -163,7 +165,7 @@ const (
 type TraceUpdate map[string][]string
 
 // defaultTrace is Triton's default trace setting.
-var defaultTrace = Trace{Rate: 1000, Count: -1, Mode: "triton"}
+var defaultTrace = Trace{Rate: 1000, Count: -1, Mode: ModeTriton}
 
 // modelTrace is a model's own trace values; nil ones fall back to the
 // global ones.
@@ -188,6 +190,59 @@ type Store struct {
 	models   map[string]*modelTrace
 	watchers map[int]func(scope string, global Trace, models map[string]Trace)
 	nextW    int
+	options  []TraceOption // mode opentelemetry's settings, as reported
+
+	// remaining, when set, reports the traces a scope has left
+	// ([Store.SetTraceRemaining]); read without mu.
+	remaining atomic.Pointer[func(model string) (int32, bool)]
+}
+
+// The trace modes, as trace_mode reports them.
+const (
+	ModeTriton        = "triton"
+	ModeOpenTelemetry = "opentelemetry"
+)
+
+// TraceOption is one setting of the tracer beyond Triton's common ones,
+// reported by the trace setting API in mode opentelemetry under its
+// command-line name: url, resource, bsp_max_queue_size, ... (Triton
+// reports them there; they cannot be changed at run time).
+type TraceOption struct {
+	Key    string
+	Values []string
+}
+
+// SetTraceOptions records the tracer's own settings, reported beside the
+// common ones in mode opentelemetry ([Store.TraceOptions]).
+func (s *Store) SetTraceOptions(opts []TraceOption) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.options = slices.Clone(opts)
+}
+
+// TraceOptions returns what [Store.SetTraceOptions] recorded.
+func (s *Store) TraceOptions() []TraceOption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.options)
+}
+
+// SetTraceRemaining makes the store report as trace_count what f says a
+// scope has left (Triton counts trace_count down as it samples; ok false:
+// the stored count stands): the tracer sets it, and unsets it (nil) when
+// it closes. f must be quick and must not call the store.
+func (s *Store) SetTraceRemaining(f func(model string) (left int32, ok bool)) {
+	s.remaining.Store(&f)
+}
+
+// report is t as the protocols report it: with the traces left.
+func (s *Store) report(model string, t Trace) Trace {
+	if f := s.remaining.Load(); f != nil && *f != nil && t.Count >= 0 {
+		if left, ok := (*f)(model); ok {
+			t.Count = left
+		}
+	}
+	return t
 }
 
 // NewStore returns a store with Triton's default settings. With a non-nil
@@ -285,12 +340,15 @@ func (l *Log) zapLevel() zapcore.Level {
 }
 
 // Trace returns the trace settings of model: the global ones for "", else
-// the model's own values over the global ones. The store does not know
-// which models exist; the adapters check that first.
+// the model's own values over the global ones, with Count the traces the
+// setting has left when a tracer reports them ([Store.SetTraceRemaining]).
+// The store does not know which models exist; the adapters check that
+// first.
 func (s *Store) Trace(model string) Trace {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.traceLocked(model)
+	t := s.traceLocked(model)
+	s.mu.Unlock()
+	return s.report(model, t)
 }
 
 func (s *Store) traceLocked(model string) Trace {
@@ -311,6 +369,11 @@ func (s *Store) traceLocked(model string) Trace {
 // 4294967295), trace_count (-1 to 2147483647) and log_frequency (0 to
 // 4294967295), each a decimal number and only one of them ([ErrInvalid]).
 func (s *Store) UpdateTrace(p Protocol, model string, u TraceUpdate) (Trace, error) {
+	t, err := s.updateTrace(p, model, u)
+	return s.report(model, t), err
+}
+
+func (s *Store) updateTrace(p Protocol, model string, u TraceUpdate) (Trace, error) {
 	var (
 		own modelTrace // the new values
 		clr struct{ level, rate, count, logFrequency bool }
@@ -489,7 +552,7 @@ func (s *Store) SetTraceDefaults(t Trace) {
 // Without a tracer the settings are only stored and reported.
 func (s *Store) SetTraceMode(mode string) {
 	if mode == "" {
-		mode = "triton"
+		mode = ModeTriton
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

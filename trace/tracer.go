@@ -19,8 +19,8 @@ import (
 
 // The modes of a [Config], as Triton names them.
 const (
-	ModeTriton        = "triton"
-	ModeOpenTelemetry = "opentelemetry"
+	ModeTriton        = settings.ModeTriton
+	ModeOpenTelemetry = settings.ModeOpenTelemetry
 )
 
 // Config is what a Tracer needs beyond the settings store (tritonserver's
@@ -124,7 +124,23 @@ func New(store *settings.Store, cfg Config, logger *zap.Logger) (*Tracer, error)
 	}
 	store.SetTraceMode(mode)
 	t.stop = store.WatchTrace(t.update)
+	store.SetTraceRemaining(t.remaining)
 	return t, nil
+}
+
+// remaining returns the traces left to the sampler of model's requests
+// ("": the global one), -1 for no limit: what Triton reports as
+// trace_count. ok is false before the first settings and once closed.
+func (t *Tracer) remaining(model string) (left int32, ok bool) {
+	st := t.state.Load()
+	if st == nil || st.global == nil {
+		return 0, false
+	}
+	s := st.global
+	if m, found := st.models[model]; found && model != "" {
+		s = m
+	}
+	return s.count.Load(), true
 }
 
 // update rebuilds the samplers after a change of scope ("" global), as
@@ -307,6 +323,7 @@ func (t *Tracer) Close(ctx context.Context) error {
 	old := t.state.Swap(&state{})
 	t.mu.Unlock()
 	t.stop() // not under t.mu: the store calls update with its own lock held
+	t.store.SetTraceRemaining(nil)
 	if old != nil {
 		old.global.retire(true)
 		for _, s := range old.models {

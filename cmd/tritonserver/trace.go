@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ type traceLine struct{ mode, setting, value string }
 type traceSetup struct {
 	settings settings.Trace
 	tracer   trace.Config
+	options  []settings.TraceOption // the opentelemetry settings given, as the trace setting API reports them
 }
 
 func newTraceFlags() traceFlags {
@@ -159,7 +161,7 @@ func (f *traceFlags) resolve() (traceSetup, error) {
 			f.warn("Warning: '--trace-log-frequency' is deprecated and will be ignored with opentelemetry tracing mode.")
 		}
 		f.file, f.logFrequency = "", 0
-		if err := f.openTelemetry(&setup.tracer); err != nil {
+		if err := f.openTelemetry(&setup); err != nil {
 			return traceSetup{}, err
 		}
 	default:
@@ -195,8 +197,11 @@ func (f *traceFlags) resolve() (traceSetup, error) {
 // last one wins), resource (each adds or replaces a key=value), the three
 // bsp_* of the batch span processor (unsigned 32-bit; absent ones come
 // from the OTEL_BSP_* variables when the tracer starts), and, beyond
-// Triton, protocol (http/protobuf or grpc).
-func (f *traceFlags) openTelemetry(cfg *trace.Config) error {
+// Triton, protocol (http/protobuf or grpc). Each setting read is also kept
+// as given for the trace setting API, which reports them in this mode
+// (resource with every value, the others with the last).
+func (f *traceFlags) openTelemetry(setup *traceSetup) error {
+	cfg := &setup.tracer
 	for _, l := range f.lines {
 		if l.mode != trace.ModeOpenTelemetry {
 			continue
@@ -235,8 +240,29 @@ func (f *traceFlags) openTelemetry(cfg *trace.Config) error {
 		if err != nil {
 			return fmt.Errorf("Bad option: \"--trace-config opentelemetry,%s\".\n%w", l.setting, err)
 		}
+		setup.option(l.setting, l.value)
 	}
 	return nil
+}
+
+// option records an opentelemetry setting for the trace setting API: a
+// resource adds a value, another setting replaces its value; settings this
+// server does not know are left out.
+func (setup *traceSetup) option(key, value string) {
+	switch key {
+	case "url", "protocol", "resource", "bsp_max_queue_size", "bsp_schedule_delay", "bsp_max_export_batch_size":
+	default:
+		return
+	}
+	i := slices.IndexFunc(setup.options, func(o settings.TraceOption) bool { return o.Key == key })
+	switch {
+	case i < 0:
+		setup.options = append(setup.options, settings.TraceOption{Key: key, Values: []string{value}})
+	case key == "resource":
+		setup.options[i].Values = append(setup.options[i].Values, value)
+	default:
+		setup.options[i].Values = []string{value}
+	}
 }
 
 // parseTraceMode reads a trace mode, in any case, as tritonserver does.
@@ -296,6 +322,7 @@ func unsigned(p *int) func(string) error {
 // leave it off.
 func newTracer(setup traceSetup, st *settings.Store, logger *zap.Logger) (*trace.Tracer, error) {
 	st.SetTraceDefaults(setup.settings)
+	st.SetTraceOptions(setup.options)
 	t, err := trace.New(st, setup.tracer, logger.Named("trace"))
 	if err != nil {
 		return nil, err

@@ -141,8 +141,10 @@ func TestTraceOpenTelemetryFlagEndToEnd(t *testing.T) {
 				"--trace-config=opentelemetry,url="+tc.url, "--trace-config=opentelemetry,protocol="+tc.protocol,
 				"--trace-config=opentelemetry,resource=test.key="+tc.name, "--trace-config=opentelemetry,bsp_schedule_delay=3600000")...)
 			code, _, body := s.do("GET", "/v2/trace/setting", "", nil, nil)
-			if code != 200 || !strings.Contains(string(body), `"trace_mode":"opentelemetry"`) {
-				t.Errorf("GET /v2/trace/setting: %d %s; want trace_mode opentelemetry", code, body)
+			if code != 200 || !strings.Contains(string(body), `"trace_mode":"opentelemetry"`) ||
+				!strings.Contains(string(body), `"url":"`+tc.url+`"`) || !strings.Contains(string(body), `"resource":"test.key=`+tc.name+`"`) ||
+				!strings.Contains(string(body), `"bsp_schedule_delay":"3600000"`) || strings.Contains(string(body), "trace_file") {
+				t.Errorf("GET /v2/trace/setting: %d %s; want trace_mode opentelemetry with its url, resource and bsp_schedule_delay, no trace_file", code, body)
 			}
 			// The request that carries a parent goes over the protocol the
 			// spans are exported with, so that both frontends are seen.

@@ -45,4 +45,6 @@ var Health_ServiceDesc = hv1.Health_ServiceDesc
 func NewHealthClient(cc grpc.ClientConnInterface) HealthClient { return hv1.NewHealthClient(cc) }
 
 // RegisterHealthServer registers srv as the Health service of s.
-func RegisterHealthServer(s grpc.ServiceRegistrar, srv HealthServer) { hv1.RegisterHealthServer(s, srv) }
+func RegisterHealthServer(s grpc.ServiceRegistrar, srv HealthServer) {
+	hv1.RegisterHealthServer(s, srv)
+}
