@@ -20,6 +20,9 @@ import (
 // Triton. owned: the caller ends the trace when the request is done (the
 // adapter ends its own).
 func (v *version) startTrace(ctx context.Context, req *InferRequest) (_ context.Context, tr *trace.Trace, owned bool) {
+	if !v.tracer.Active() {
+		return ctx, nil, false // no setting traces (an adapter, or a parent, has started nothing either)
+	}
 	tr = trace.FromContext(ctx)
 	switch {
 	case tr == nil:

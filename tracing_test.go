@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -438,6 +439,25 @@ func TestTraceNoTracer(t *testing.T) {
 // each request's trace is encoded and written to the file by the tracer's
 // writer goroutine).
 // Run: go test -run '^$' -bench InferTracing -benchmem .
+// tracingServer serves the no-op model with a tracer of settings set (nil:
+// no tracer at all).
+func tracingServer(b *testing.B, set *settings.Trace) *triton.Server {
+	opts := []triton.Option{triton.WithBackend("noop", noop)}
+	if set != nil {
+		store := settings.NewStore(nil)
+		s := *set
+		s.File = filepath.Join(b.TempDir(), "trace.json")
+		store.SetTraceDefaults(s)
+		tr, err := trace.New(store, trace.Config{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close(context.Background()) })
+		opts = append(opts, triton.WithTracer(tr))
+	}
+	return newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, opts...)
+}
+
 func BenchmarkInferTracing(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -449,20 +469,7 @@ func BenchmarkInferTracing(b *testing.B) {
 		{"rate1", &settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			opts := []triton.Option{triton.WithBackend("noop", noop)}
-			if bc.set != nil {
-				store := settings.NewStore(nil)
-				set := *bc.set
-				set.File = filepath.Join(b.TempDir(), "trace.json")
-				store.SetTraceDefaults(set)
-				tr, err := trace.New(store, trace.Config{}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tr.Close(context.Background())
-				opts = append(opts, triton.WithTracer(tr))
-			}
-			srv := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, opts...)
+			srv := tracingServer(b, bc.set)
 			in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
 			req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
 			ctx := context.Background()
@@ -472,6 +479,51 @@ func BenchmarkInferTracing(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkInferTracingPaired measures the throughput cost of tracing as
+// ratios in the same run: rounds of 20,000 requests alternate between a
+// server without a tracer and one with a tracer (level OFF, rate 1000,
+// rate 1), each round's time divided by the untraced round beside it; the
+// median ratio is reported (1.00: no cost).
+func BenchmarkInferTracingPaired(b *testing.B) {
+	const round = 20000
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+	ctx := context.Background()
+	run := func(srv *triton.Server) float64 {
+		start := time.Now()
+		for range round {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start))
+	}
+	for _, bc := range []struct {
+		name string
+		set  settings.Trace
+	}{
+		{"off", settings.Trace{Rate: 1000, Count: -1}},
+		{"rate1000", settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1}},
+		{"rate1", settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			none, traced := tracingServer(b, nil), tracingServer(b, &bc.set)
+			var ratios []float64
+			for b.Loop() {
+				var t0, t1 float64
+				if len(ratios)%2 == 0 {
+					t0, t1 = run(none), run(traced)
+				} else {
+					t1, t0 = run(traced), run(none)
+				}
+				ratios = append(ratios, t1/t0)
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "traced/none")
 		})
 	}
 }

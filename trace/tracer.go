@@ -56,6 +56,7 @@ type Config struct {
 type Tracer struct {
 	store *settings.Store
 	mode  string
+	otel  bool // mode opentelemetry
 	log   *zap.Logger
 	stop  func() // stops watching the store
 
@@ -82,7 +83,8 @@ type sampler struct {
 	t       *Tracer
 	set     settings.Trace
 	valid   bool
-	sampled atomic.Uint64 // requests that reached sampling
+	sampled atomic.Uint64 // requests that reached sampling, counted when set.Count limits them (Triton's sample_)
+	until   atomic.Int64  // requests until the next rate-th one
 	count   atomic.Int32  // traces left; -1: no limit
 
 	mu sync.Mutex
@@ -109,7 +111,7 @@ func New(store *settings.Store, cfg Config, logger *zap.Logger) (*Tracer, error)
 	if mode == "" {
 		mode = ModeTriton
 	}
-	t := &Tracer{store: store, mode: mode, log: logger}
+	t := &Tracer{store: store, mode: mode, otel: mode == ModeOpenTelemetry, log: logger}
 	switch mode {
 	case ModeTriton:
 		t.file = newFileWriter(logger)
@@ -190,13 +192,14 @@ func (t *Tracer) newSampler(set settings.Trace) *sampler {
 	s := &sampler{t: t, set: set}
 	s.valid, _ = set.Valid()
 	s.count.Store(set.Count)
+	s.until.Store(int64(set.Rate))
 	return s
 }
 
 // canTrace reports whether s may trace a request: it is valid, or (mode
 // opentelemetry) it traces requests with a remote parent.
 func (s *sampler) canTrace() bool {
-	return s.valid || (s.t.mode == ModeOpenTelemetry && s.set.Level != settings.TraceOff)
+	return s.valid || (s.t.otel && s.set.Level != settings.TraceOff)
 }
 
 // sample decides on one request, as Triton does: every request counts,
@@ -209,11 +212,20 @@ func (s *sampler) sample(forced bool) bool {
 	if s.set.Rate == 0 { // forced, rate 0: Triton's "trace only propagated"
 		return true
 	}
-	n := s.sampled.Add(1)
+	if s.set.Count >= 0 {
+		s.sampled.Add(1) // only collect's count check reads it
+	}
+	// Every rate-th request: exactly one decrement reaches 0, and it
+	// winds the counter up again (others may take it below 0 meanwhile;
+	// the next 0 still comes rate requests later). No division.
+	hit := s.until.Add(-1) == 0
+	if hit {
+		s.until.Add(int64(s.set.Rate))
+	}
 	if forced {
 		return true
 	}
-	if n%uint64(s.set.Rate) != 0 {
+	if !hit {
 		return false
 	}
 	for {
@@ -227,6 +239,17 @@ func (s *sampler) sample(forced bool) bool {
 			return true
 		}
 	}
+}
+
+// Active reports whether some setting can trace a request now: one atomic
+// load, for callers that would otherwise look for a trace in a context
+// (a request's parent's) before they call Start.
+func (t *Tracer) Active() bool {
+	if t == nil {
+		return false
+	}
+	st := t.state.Load()
+	return st != nil && st.active
 }
 
 // Start samples a request to model, as Triton samples (per-setting
@@ -245,21 +268,27 @@ func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.Te
 		return nil
 	}
 	s := st.global
-	if m, ok := st.models[model]; ok {
-		s = m
+	if len(st.models) > 0 {
+		if m, ok := st.models[model]; ok {
+			s = m
+		}
 	}
 	if !s.canTrace() {
 		return nil
 	}
-	var remote oteltrace.SpanContext
-	if t.mode == ModeOpenTelemetry {
+	var (
+		remote oteltrace.SpanContext
+		forced bool
+	)
+	if t.otel {
 		if carrier != nil {
 			remote = oteltrace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 		} else {
 			remote = oteltrace.SpanContextFromContext(ctx)
 		}
+		forced = remote.IsValid()
 	}
-	if !s.sample(remote.IsValid()) {
+	if !s.sample(forced) {
 		return nil
 	}
 	s.mu.Lock()
