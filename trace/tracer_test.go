@@ -431,7 +431,7 @@ func TestForcedSampling(t *testing.T) {
 	store := settings.NewStore(nil)
 	store.SetTraceDefaults(settings.Trace{Level: settings.TraceTimestamps, Rate: 0, Count: -1})
 	exp := &memExporter{}
-	tr := &Tracer{store: store, mode: ModeOpenTelemetry, log: zap.NewNop(), exp: exp}
+	tr := &Tracer{store: store, mode: ModeOpenTelemetry, otel: true, log: zap.NewNop(), exp: exp}
 	store.SetTraceMode(ModeOpenTelemetry)
 	tr.stop = store.WatchTrace(tr.update)
 	defer closeTracer(t, tr)
