@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/triton-go/triton"
 	_ "github.com/triton-go/triton/backend/onnxruntime"
@@ -50,8 +52,9 @@ ensemble_scheduling { step [
 ] }`
 
 // onnxTraced serves add_sub.onnx (with extra config text) and the twice
-// ensemble from a folder, traced with the global settings set.
-func onnxTraced(t *testing.T, extra string, set settings.Trace) (*triton.Server, *trace.Tracer, string) {
+// ensemble from a folder, traced with the global settings set (the zero
+// settings.Trace: without a tracer).
+func onnxTraced(t testing.TB, extra string, set settings.Trace) (*triton.Server, *trace.Tracer, string) {
 	t.Helper()
 	model := filepath.Join("backend", "onnxruntime", "testdata", "models", "add_sub.onnx")
 	testenv.Need(t, model, "the ONNX test models are committed under backend/onnxruntime/testdata")
@@ -75,12 +78,14 @@ func onnxTraced(t *testing.T, extra string, set settings.Trace) (*triton.Server,
 			t.Fatal(err)
 		}
 	}
-	store := settings.NewStore(nil)
-	set.File = filepath.Join(t.TempDir(), "trace.json")
-	store.SetTraceDefaults(set)
-	tr, err := trace.New(store, trace.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
+	var tr *trace.Tracer
+	if set != (settings.Trace{}) {
+		store := settings.NewStore(nil)
+		set.File = filepath.Join(t.TempDir(), "trace.json")
+		store.SetTraceDefaults(set)
+		if tr, err = trace.New(store, trace.Config{}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv, err := triton.New(triton.WithModelRepository(dir), triton.WithTracer(tr))
 	if err != nil {
@@ -90,7 +95,9 @@ func onnxTraced(t *testing.T, extra string, set settings.Trace) (*triton.Server,
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		tr.Close(context.Background())
+		if tr != nil {
+			tr.Close(context.Background())
+		}
 	})
 	return srv, tr, set.File
 }
@@ -201,5 +208,49 @@ func TestTraceONNXUnderLoad(t *testing.T) {
 	if out := os.Getenv("TRACE_EXAMPLE_OUT"); out != "" {
 		b, _ := os.ReadFile(file)
 		os.WriteFile(out, b, 0o644)
+	}
+}
+
+// BenchmarkInferTracingPairedONNX is BenchmarkInferTracingPaired on the
+// ONNX add_sub model (16 FP32 elements, one instance): the cost of tracing
+// at rate 1000 and at rate 1 beside a model that does some work.
+func BenchmarkInferTracingPairedONNX(b *testing.B) {
+	const round = 5000
+	none, _, _ := onnxTraced(b, "", settings.Trace{})
+	req := &triton.InferRequest{Model: "add_sub", Inputs: fp32Inputs(b, "INPUT0", "INPUT1", 1, func(i int) (float32, float32) { return float32(i), 1 })}
+	ctx := context.Background()
+	run := func(srv *triton.Server) float64 {
+		start := time.Now()
+		for range round {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start))
+	}
+	for _, bc := range []struct {
+		name string
+		set  settings.Trace
+	}{
+		{"control", settings.Trace{}}, // a second server without a tracer: what the pairing itself shows
+		{"rate1000", settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1}},
+		{"rate1", settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			traced, _, _ := onnxTraced(b, "", bc.set)
+			var ratios []float64
+			for b.Loop() {
+				var t0, t1 float64
+				if len(ratios)%2 == 0 {
+					t0, t1 = run(none), run(traced)
+				} else {
+					t1, t0 = run(traced), run(none)
+				}
+				ratios = append(ratios, t1/t0)
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "traced/none")
+			b.ReportMetric(run(none)/round, "none-ns/req")
+		})
 	}
 }

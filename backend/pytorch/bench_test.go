@@ -34,7 +34,7 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]`)
 	r.model("cnn_batching", "cnn.pt", fmt.Sprintf(`backend: "pytorch"
 max_batch_size: %d
-dynamic_batching { preferred_batch_size: [ %d ] max_queue_delay_microseconds: 2000 }
+dynamic_batching { preferred_batch_size: [ %d ] max_queue_delay_microseconds: 100 }
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]`, benchBatch, benchBatch))
@@ -178,7 +178,7 @@ func BenchmarkCNNPaired(b *testing.B) {
 		b.ReportMetric(median(diffs), "overhead-ns/req")
 	})
 	b.Run("batched", func(b *testing.B) {
-		const images, callers = 512, 64
+		const images, callers = 2048, 64
 		data := make([]byte, 0, benchBatch*len(in.Data))
 		for range benchBatch {
 			data = append(data, in.Data...)
