@@ -53,6 +53,22 @@ char *msg(const std::string &s) {
 
 const char kExecFailure[] = "PyTorch execute failure: ";
 
+// guarded runs f, which returns nullptr or a message, and turns whatever it
+// throws into a message: prefix, then libtorch's text (without its C++
+// backtrace), the exception's, or "unknown exception" and doing. No
+// exception crosses the C ABI.
+template <typename F> char *guarded(const std::string &prefix, const char *doing, F &&f) {
+	try {
+		return f();
+	} catch (const c10::Error &e) {
+		return msg(prefix + e.what_without_backtrace());
+	} catch (const std::exception &e) {
+		return msg(prefix + e.what());
+	} catch (...) {
+		return msg(prefix + "unknown exception" + doing);
+	}
+}
+
 const char kBadOutput[] =
 	"output must be of type Tensor, List[str] or Tuple containing one of these two types. It should not be a List / "
 	"Dictionary of Tensors or a Scalar";
@@ -273,7 +289,7 @@ const char *tshim_version(void) {
 
 char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out) {
 	*out = nullptr;
-	try {
+	return guarded("", " loading a TorchScript module", [&]() -> char * {
 		auto m = std::make_unique<tshim_module>();
 		m->opts = *opts;
 		{
@@ -292,13 +308,7 @@ char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out
 		*out = m.release();
 		live++;
 		return nullptr;
-	} catch (const c10::Error &e) {
-		return msg(e.what_without_backtrace());
-	} catch (const std::exception &e) {
-		return msg(e.what());
-	} catch (...) {
-		return msg("unknown exception loading a TorchScript module");
-	}
+	});
 }
 
 void tshim_module_free(tshim_module *m) {
@@ -324,7 +334,7 @@ const char *tshim_arg_type(const tshim_module *m, size_t i) {
 char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, tshim_outputs **out, size_t *n_out) {
 	*out = nullptr;
 	*n_out = 0;
-	try {
+	return guarded(kExecFailure, "", [&]() -> char * {
 		Guards g(m->opts.inference_mode != 0);
 		std::vector<c10::IValue> args;
 		if (dict != 0) {
@@ -352,13 +362,7 @@ char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, 
 		*out = o.release();
 		live++;
 		return nullptr;
-	} catch (const c10::Error &e) {
-		return msg(std::string(kExecFailure) + e.what_without_backtrace());
-	} catch (const std::exception &e) {
-		return msg(std::string(kExecFailure) + e.what());
-	} catch (...) {
-		return msg(std::string(kExecFailure) + "unknown exception");
-	}
+	});
 }
 
 void tshim_outputs_describe(const tshim_outputs *o, tshim_output_info *infos) {
@@ -418,36 +422,24 @@ void tshim_outputs_free(tshim_outputs *o) {
 }
 
 char *tshim_set_intra_threads(int n) {
-	try {
+	return guarded("", " setting the intra-op thread count", [&]() -> char * {
 		at::set_num_threads(n);
 		intraThreads.store(n, std::memory_order_relaxed);
 		threadIntra = n;
 		return nullptr;
-	} catch (const c10::Error &e) {
-		return msg(e.what_without_backtrace());
-	} catch (const std::exception &e) {
-		return msg(e.what());
-	} catch (...) {
-		return msg("unknown exception setting the intra-op thread count");
-	}
+	});
 }
 
 char *tshim_set_interop_threads(int n) {
-	try {
+	return guarded("", " setting the inter-op thread count", [&]() -> char * {
 		at::set_num_interop_threads(n);
 		return nullptr;
-	} catch (const c10::Error &e) {
-		return msg(e.what_without_backtrace());
-	} catch (const std::exception &e) {
-		return msg(e.what());
-	} catch (...) {
-		return msg("unknown exception setting the inter-op thread count");
-	}
+	});
 }
 
 char *tshim_get_settings(tshim_settings *out) {
 	*out = tshim_settings{};
-	try {
+	return guarded("", " reading libtorch's settings", [&]() -> char * {
 		syncThreads();
 		int opt = lastOptimize.load();
 		out->graph_executor_optimize = opt >= 0 ? opt : torch::jit::getGraphExecutorOptimize() ? 1 : 0;
@@ -457,13 +449,7 @@ char *tshim_get_settings(tshim_settings *out) {
 		out->intra_threads = at::get_num_threads();
 		out->interop_threads = at::get_num_interop_threads();
 		return nullptr;
-	} catch (const c10::Error &e) {
-		return msg(e.what_without_backtrace());
-	} catch (const std::exception &e) {
-		return msg(e.what());
-	} catch (...) {
-		return msg("unknown exception reading libtorch's settings");
-	}
+	});
 }
 
 size_t tshim_live(void) {
