@@ -2,9 +2,7 @@ package grpcapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,50 +12,10 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/grpcapi/inferencepb"
+	"github.com/triton-go/triton/internal/tracetest"
 	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/trace"
 )
-
-// traceNames reads a trace file: for each id in order of appearance, its
-// request id and its records' names ("model" for the model record).
-func traceNames(t *testing.T, path string) (ids []string, names map[string][]string, ns map[string][]int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []struct {
-		ID         uint64  `json:"id"`
-		ModelName  *string `json:"model_name"`
-		RequestID  string  `json:"request_id"`
-		Timestamps []struct {
-			Name string `json:"name"`
-			Ns   int64  `json:"ns"`
-		} `json:"timestamps"`
-	}
-	if err := json.Unmarshal(b, &recs); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	byID := map[uint64]string{}
-	names, ns = map[string][]string{}, map[string][]int64{}
-	for _, r := range recs {
-		if r.ModelName != nil {
-			byID[r.ID] = r.RequestID
-			ids = append(ids, r.RequestID)
-			names[r.RequestID] = append(names[r.RequestID], "model")
-			continue
-		}
-		rid, ok := byID[r.ID]
-		if !ok {
-			t.Fatalf("id %d: a stamp before its model record (gRPC stamps come after the server's)", r.ID)
-		}
-		for _, s := range r.Timestamps {
-			names[rid] = append(names[rid], s.Name)
-			ns[rid] = append(ns[rid], s.Ns)
-		}
-	}
-	return ids, names, ns
-}
 
 // TestTraceGRPC: ModelInfer and ModelStreamInfer stamp the gRPC
 // activities after the server's, as Triton writes them.
@@ -97,7 +55,13 @@ func TestTraceGRPC(t *testing.T) {
 	if err := tr.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ids, names, ns := traceNames(t, file)
+	traces := tracetest.Read(t, file)
+	var ids []string
+	names, ns := map[string][]string{}, map[string][]int64{}
+	for _, x := range traces {
+		ids = append(ids, x.RequestID)
+		names[x.RequestID], ns[x.RequestID] = x.Names, x.Ns
+	}
 	want := []string{"model", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
 		"INFER_RESPONSE_COMPLETE", "GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "GRPC_SEND_START", "GRPC_SEND_END"}
 	if !slices.Equal(ids, []string{"g1", "g2"}) {

@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,58 +9,10 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/tracetest"
 	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/trace"
 )
-
-// fileTrace is one id of a trace file: its model record and its records'
-// names (stamps, and tensor activities) in file order.
-type fileTrace struct {
-	model, requestID string
-	parent           uint64
-	names            []string
-	ns               []int64
-}
-
-func readTraceFile(t *testing.T, path string) (order []uint64, byID map[uint64]*fileTrace) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []struct {
-		ID         uint64  `json:"id"`
-		ModelName  *string `json:"model_name"`
-		RequestID  string  `json:"request_id"`
-		ParentID   uint64  `json:"parent_id"`
-		Timestamps []struct {
-			Name string `json:"name"`
-			Ns   int64  `json:"ns"`
-		} `json:"timestamps"`
-	}
-	if err := json.Unmarshal(b, &recs); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	byID = map[uint64]*fileTrace{}
-	for _, r := range recs {
-		x := byID[r.ID]
-		if x == nil {
-			x = &fileTrace{}
-			byID[r.ID] = x
-			order = append(order, r.ID)
-		}
-		if r.ModelName != nil {
-			x.model, x.requestID, x.parent = *r.ModelName, r.RequestID, r.ParentID
-			x.names = append(x.names, "model")
-			continue
-		}
-		for _, s := range r.Timestamps {
-			x.names = append(x.names, s.Name)
-			x.ns = append(x.ns, s.Ns)
-		}
-	}
-	return order, byID
-}
 
 // TestTraceHTTP: the HTTP frontend's stamps around the server's, in
 // Triton's order (HTTP_RECV_* first, the model record before
@@ -98,22 +48,22 @@ func TestTraceHTTP(t *testing.T) {
 	if err := tr.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	order, byID := readTraceFile(t, file)
-	if len(order) != 2 {
-		t.Fatalf("%d traces, want 2", len(order))
+	traces := tracetest.Read(t, file)
+	if len(traces) != 2 {
+		t.Fatalf("%d traces, want 2", len(traces))
 	}
 	want := []string{"HTTP_RECV_START", "HTTP_RECV_END", "model", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
 		"COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"}
-	x := byID[order[0]]
-	if x.model != "simple" || x.requestID != "h1" || !slices.Equal(x.names, want) {
-		t.Errorf("h1: %s %s %v\nwant %v", x.model, x.requestID, x.names, want)
+	x := traces[0]
+	if x.Model != "simple" || x.RequestID != "h1" || !slices.Equal(x.Names, want) {
+		t.Errorf("h1: %s %s %v\nwant %v", x.Model, x.RequestID, x.Names, want)
 	}
-	if !slices.IsSorted(x.ns) {
-		t.Errorf("h1: stamps out of order %v", x.ns)
+	if !slices.IsSorted(x.Ns) {
+		t.Errorf("h1: stamps out of order %v", x.Ns)
 	}
 	wantBad := []string{"HTTP_RECV_START", "HTTP_RECV_END", "model", "REQUEST_START", "REQUEST_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"}
-	if y := byID[order[1]]; y.requestID != "h2" || !slices.Equal(y.names, wantBad) {
-		t.Errorf("h2: %s %v\nwant %v", y.requestID, y.names, wantBad)
+	if y := traces[1]; y.RequestID != "h2" || !slices.Equal(y.Names, wantBad) {
+		t.Errorf("h2: %s %v\nwant %v", y.RequestID, y.Names, wantBad)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/otlptest"
 	"github.com/triton-go/triton/internal/testenv"
+	"github.com/triton-go/triton/internal/tracetest"
 )
 
 // reverseInfer is one request to text_reverse over HTTP.
@@ -48,56 +49,27 @@ func TestTraceFileFlagEndToEnd(t *testing.T) {
 	reverseInfer(t, s, "second")
 	s.terminate(30 * time.Second)
 
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var records []struct {
-		ID         uint64 `json:"id"`
-		Model      string `json:"model_name"`
-		Version    *int64 `json:"model_version"`
-		RequestID  string `json:"request_id"`
-		Timestamps []struct {
-			Name string `json:"name"`
-			NS   uint64 `json:"ns"`
-		} `json:"timestamps"`
-	}
-	if err := json.Unmarshal(data, &records); err != nil {
-		t.Fatalf("trace file is not a JSON array of records: %v\n%s", err, data)
-	}
-	models := map[uint64]string{} // id → request id
-	stamps := map[uint64][]string{}
-	last := map[uint64]uint64{}
-	for _, r := range records {
-		if r.Model != "" {
-			if r.Model != "text_reverse" || r.Version == nil || *r.Version != 1 {
-				t.Errorf("model record %+v, want text_reverse version 1", r)
-			}
-			models[r.ID] = r.RequestID
-		}
-		for _, ts := range r.Timestamps {
-			if ts.NS < last[r.ID] {
-				t.Errorf("trace %d: %s at %d, before the previous stamp at %d", r.ID, ts.Name, ts.NS, last[r.ID])
-			}
-			last[r.ID] = ts.NS
-			stamps[r.ID] = append(stamps[r.ID], ts.Name)
-		}
-	}
 	var ids []string
-	for id, rid := range models {
-		ids = append(ids, rid)
+	for _, x := range tracetest.Read(t, path) {
+		if x.Model != "text_reverse" || x.Version == nil || *x.Version != 1 {
+			t.Errorf("trace %d: model %q version %v, want text_reverse version 1", x.ID, x.Model, x.Version)
+		}
+		if !slices.IsSorted(x.Ns) {
+			t.Errorf("trace %d: stamps out of order %v", x.ID, x.Ns)
+		}
+		ids = append(ids, x.RequestID)
 		for _, want := range []string{"REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_END", "REQUEST_END"} {
-			if !slices.Contains(stamps[id], want) {
-				t.Errorf("trace %d (%s): stamps %v, no %s", id, rid, stamps[id], want)
+			if !slices.Contains(x.Names, want) {
+				t.Errorf("trace %d (%s): records %v, no %s", x.ID, x.RequestID, x.Names, want)
 			}
 		}
-		if i, j := slices.Index(stamps[id], "REQUEST_START"), slices.Index(stamps[id], "REQUEST_END"); i < 0 || j < i {
-			t.Errorf("trace %d: REQUEST_END not after REQUEST_START in %v", id, stamps[id])
+		if i, j := slices.Index(x.Names, "REQUEST_START"), slices.Index(x.Names, "REQUEST_END"); i < 0 || j < i {
+			t.Errorf("trace %d: REQUEST_END not after REQUEST_START in %v", x.ID, x.Names)
 		}
 	}
 	slices.Sort(ids)
 	if !slices.Equal(ids, []string{"first", "second"}) {
-		t.Errorf("traced requests %v, want first and second\n%s", ids, data)
+		t.Errorf("traced requests %v, want first and second", ids)
 	}
 }
 
