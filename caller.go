@@ -44,7 +44,7 @@ func (c *caller) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 	if err != nil {
 		return nil, err
 	}
-	return c.s.Infer(ctx, req)
+	return c.s.infer(ctx, req, fromModel)
 }
 
 func (c *caller) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*InferResponse, error] {
@@ -54,7 +54,7 @@ func (c *caller) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*
 			yield(nil, err)
 			return
 		}
-		c.s.InferStream(ctx, req)(yield)
+		c.s.inferStream(ctx, req, fromModel)(yield)
 	}
 }
 

@@ -35,6 +35,21 @@ type InferResponse = backend.InferResponse
 // a model that is not ready or a closing server, Internal for backend
 // failures and panics.
 func (s *Server) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+	return s.infer(ctx, req, fromClient)
+}
+
+// origin is who sent a request: the application or an adapter
+// (fromClient), or a model, an ensemble step or a BLS call (fromModel),
+// which is traced only as a child of a traced request (Triton samples at
+// the frontend) and never sampled itself.
+type origin uint8
+
+const (
+	fromClient origin = iota
+	fromModel
+)
+
+func (s *Server) infer(ctx context.Context, req *InferRequest, o origin) (*InferResponse, error) {
 	if req == nil {
 		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request")}
 	}
@@ -46,17 +61,17 @@ func (s *Server) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 		return nil, err
 	}
 	defer v.gate.leave()
-	return v.infer(ctx, req)
+	return v.infer(ctx, req, o)
 }
 
-func (v *version) infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+func (v *version) infer(ctx context.Context, req *InferRequest, o origin) (*InferResponse, error) {
 	if v.decoupled {
-		return v.inferOne(ctx, req)
+		return v.inferOne(ctx, req, o)
 	}
 	t := timing{start: now()}
 	if v.tracer != nil {
 		var owned bool
-		if ctx, t.tr, owned = v.startTrace(ctx, req); owned {
+		if ctx, t.tr, owned = v.startTrace(ctx, req, o); owned {
 			defer t.tr.End()
 		}
 	}

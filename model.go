@@ -72,7 +72,7 @@ func (m *Model) Infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 		return nil, err
 	}
 	defer v.gate.leave()
-	return v.infer(ctx, req)
+	return v.infer(ctx, req, fromClient)
 }
 
 // check refuses a request the handle cannot send.

@@ -55,6 +55,10 @@ const StreamBuffer = 16
 //
 // The iterator runs the request once per range loop over it.
 func (s *Server) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*InferResponse, error] {
+	return s.inferStream(ctx, req, fromClient)
+}
+
+func (s *Server) inferStream(ctx context.Context, req *InferRequest, o origin) iter.Seq2[*InferResponse, error] {
 	return func(yield func(*InferResponse, error) bool) {
 		if req == nil {
 			yield(nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request")})
@@ -69,7 +73,7 @@ func (s *Server) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*
 			return
 		}
 		defer v.gate.leave()
-		v.stream(ctx, req, yield)
+		v.stream(ctx, req, o, yield)
 	}
 }
 
@@ -90,32 +94,32 @@ func (m *Model) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*I
 			return
 		}
 		defer v.gate.leave()
-		v.stream(ctx, req, yield)
+		v.stream(ctx, req, fromClient, yield)
 	}
 }
 
 // stream runs req on v, yielding its responses.
-func (v *version) stream(ctx context.Context, req *InferRequest, yield func(*InferResponse, error) bool) {
+func (v *version) stream(ctx context.Context, req *InferRequest, o origin, yield func(*InferResponse, error) bool) {
 	if !v.decoupled {
-		resp, err := v.infer(ctx, req)
+		resp, err := v.infer(ctx, req, o)
 		if resp != nil {
 			resp.Final = true
 		}
 		yield(resp, err)
 		return
 	}
-	v.streamDecoupled(ctx, req, yield)
+	v.streamDecoupled(ctx, req, o, yield)
 }
 
 // inferOne is Infer on a decoupled model: the request's one response, or
 // an error when the model sent none or several (Infer cannot return them).
-func (v *version) inferOne(ctx context.Context, req *InferRequest) (*InferResponse, error) {
+func (v *version) inferOne(ctx context.Context, req *InferRequest, o origin) (*InferResponse, error) {
 	var (
 		one    *InferResponse
 		n      int
 		result error
 	)
-	v.streamDecoupled(ctx, req, func(resp *InferResponse, err error) bool {
+	v.streamDecoupled(ctx, req, o, func(resp *InferResponse, err error) bool {
 		if err != nil {
 			result = err
 			return false
@@ -144,11 +148,11 @@ func (v *version) inferOne(ctx context.Context, req *InferRequest) (*InferRespon
 
 // streamDecoupled runs a request of a decoupled model; see the comment
 // above InferStream.
-func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, yield func(*InferResponse, error) bool) {
+func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, o origin, yield func(*InferResponse, error) bool) {
 	t := timing{start: now()}
 	if v.tracer != nil {
 		var owned bool
-		if ctx, t.tr, owned = v.startTrace(ctx, req); owned {
+		if ctx, t.tr, owned = v.startTrace(ctx, req, o); owned {
 			defer t.tr.End()
 		}
 	}

@@ -19,14 +19,20 @@ import (
 // samples. A call from a request that is not traced is not sampled, as in
 // Triton. owned: the caller ends the trace when the request is done (the
 // adapter ends its own).
-func (v *version) startTrace(ctx context.Context, req *InferRequest) (_ context.Context, tr *trace.Trace, owned bool) {
+//
+// The common case costs two atomic loads and the sampler's countdown: ctx
+// is searched for a trace only when one can be there (a call from a
+// model, or some trace is open).
+func (v *version) startTrace(ctx context.Context, req *InferRequest, o origin) (_ context.Context, tr *trace.Trace, owned bool) {
 	if !v.tracer.Active() {
 		return ctx, nil, false // no setting traces (an adapter, or a parent, has started nothing either)
 	}
-	tr = trace.FromContext(ctx)
+	if o == fromModel || v.tracer.Open() {
+		tr = trace.FromContext(ctx)
+	}
 	switch {
 	case tr == nil:
-		if ctx.Value(callPathKey{}) != nil {
+		if o == fromModel {
 			return ctx, nil, false
 		}
 		tr = v.tracer.Start(ctx, v.name, nil)

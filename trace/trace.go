@@ -151,6 +151,7 @@ func (t *Trace) End() {
 	last := tr.open == 0
 	tr.mu.Unlock()
 	if last {
+		tr.smp.t.open.Add(-1)
 		tr.smp.collect(tr.root.rec)
 	}
 }

@@ -65,6 +65,8 @@ type Tracer struct {
 	file *fileWriter // mode triton
 	exp  exporter    // mode opentelemetry
 
+	open atomic.Int64 // root traces started and not ended ([Tracer.Open])
+
 	mu     sync.Mutex
 	closed bool // mu protects closed
 }
@@ -218,16 +220,15 @@ func (s *sampler) sample(forced bool) bool {
 	// Every rate-th request: exactly one decrement reaches 0, and it
 	// winds the counter up again (others may take it below 0 meanwhile;
 	// the next 0 still comes rate requests later). No division.
-	hit := s.until.Add(-1) == 0
-	if hit {
-		s.until.Add(int64(s.set.Rate))
+	if s.until.Add(-1) != 0 {
+		return forced
 	}
-	if forced {
-		return true
-	}
-	if !hit {
-		return false
-	}
+	s.until.Add(int64(s.set.Rate))
+	return forced || s.take()
+}
+
+// take takes one of the setting's traces, if count leaves one.
+func (s *sampler) take() bool {
 	for {
 		c := s.count.Load()
 		switch {
@@ -240,6 +241,10 @@ func (s *sampler) sample(forced bool) bool {
 		}
 	}
 }
+
+// Open reports whether some trace has started and not ended: while none
+// is, no context carries one, and a caller need not look ([FromContext]).
+func (t *Tracer) Open() bool { return t != nil && t.open.Load() > 0 }
 
 // Active reports whether some setting can trace a request now: one atomic
 // load, for callers that would otherwise look for a trace in a context
@@ -273,27 +278,40 @@ func (t *Tracer) Start(ctx context.Context, model string, carrier propagation.Te
 			s = m
 		}
 	}
+	if t.otel {
+		return t.startRemote(ctx, s, model, carrier)
+	}
+	if !s.sample(false) {
+		return nil
+	}
+	return t.root(s, model, oteltrace.SpanContext{})
+}
+
+// startRemote is Start in mode opentelemetry: a request whose carrier (or
+// ctx, in-process) has a valid W3C parent is traced whatever rate and count
+// say, and continues that trace.
+func (t *Tracer) startRemote(ctx context.Context, s *sampler, model string, carrier propagation.TextMapCarrier) *Trace {
 	if !s.canTrace() {
 		return nil
 	}
-	var (
-		remote oteltrace.SpanContext
-		forced bool
-	)
-	if t.otel {
-		if carrier != nil {
-			remote = oteltrace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
-		} else {
-			remote = oteltrace.SpanContextFromContext(ctx)
-		}
-		forced = remote.IsValid()
+	var remote oteltrace.SpanContext
+	if carrier != nil {
+		remote = oteltrace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	} else {
+		remote = oteltrace.SpanContextFromContext(ctx)
 	}
-	if !s.sample(forced) {
+	if !s.sample(remote.IsValid()) {
 		return nil
 	}
+	return t.root(s, model, remote)
+}
+
+// root starts the trace of a sampled request.
+func (t *Tracer) root(s *sampler, model string, remote oteltrace.SpanContext) *Trace {
 	s.mu.Lock()
 	s.live++
 	s.mu.Unlock()
+	t.open.Add(1) // until the tree's last trace ends (Trace.End)
 	// One allocation for the root trace, its record and room for the
 	// server's seven stamps and the adapter's five.
 	b := &rootBox{}
