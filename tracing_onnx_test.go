@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/triton-go/triton"
 	_ "github.com/triton-go/triton/backend/onnxruntime"
@@ -215,19 +213,8 @@ func TestTraceONNXUnderLoad(t *testing.T) {
 // ONNX add_sub model (16 FP32 elements, one instance): the cost of tracing
 // at rate 1000 and at rate 1 beside a model that does some work.
 func BenchmarkInferTracingPairedONNX(b *testing.B) {
-	const round = 5000
 	none, _, _ := onnxTraced(b, "", settings.Trace{})
 	req := &triton.InferRequest{Model: "add_sub", Inputs: fp32Inputs(b, "INPUT0", "INPUT1", 1, func(i int) (float32, float32) { return float32(i), 1 })}
-	ctx := context.Background()
-	run := func(srv *triton.Server) float64 {
-		start := time.Now()
-		for range round {
-			if _, err := srv.Infer(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return float64(time.Since(start))
-	}
 	for _, bc := range []struct {
 		name string
 		set  settings.Trace
@@ -238,19 +225,7 @@ func BenchmarkInferTracingPairedONNX(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			traced, _, _ := onnxTraced(b, "", bc.set)
-			var ratios []float64
-			for b.Loop() {
-				var t0, t1 float64
-				if len(ratios)%2 == 0 {
-					t0, t1 = run(none), run(traced)
-				} else {
-					t1, t0 = run(traced), run(none)
-				}
-				ratios = append(ratios, t1/t0)
-			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "traced/none")
-			b.ReportMetric(run(none)/round, "none-ns/req")
+			pairedRatio(b, 5000, req, none, traced)
 		})
 	}
 }

@@ -489,19 +489,8 @@ func BenchmarkInferTracing(b *testing.B) {
 // rate 1), each round's time divided by the untraced round beside it; the
 // median ratio is reported (1.00: no cost).
 func BenchmarkInferTracingPaired(b *testing.B) {
-	const round = 20000
 	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
 	req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
-	ctx := context.Background()
-	run := func(srv *triton.Server) float64 {
-		start := time.Now()
-		for range round {
-			if _, err := srv.Infer(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return float64(time.Since(start))
-	}
 	for _, bc := range []struct {
 		name string
 		set  settings.Trace
@@ -511,19 +500,38 @@ func BenchmarkInferTracingPaired(b *testing.B) {
 		{"rate1", settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			none, traced := tracingServer(b, nil), tracingServer(b, &bc.set)
-			var ratios []float64
-			for b.Loop() {
-				var t0, t1 float64
-				if len(ratios)%2 == 0 {
-					t0, t1 = run(none), run(traced)
-				} else {
-					t1, t0 = run(traced), run(none)
-				}
-				ratios = append(ratios, t1/t0)
-			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "traced/none")
+			pairedRatio(b, 20000, req, tracingServer(b, nil), tracingServer(b, &bc.set))
 		})
 	}
+}
+
+// pairedRatio runs rounds of n requests alternately on the untraced
+// server none and on traced, reporting the median of traced's round time
+// over the round of none beside it ("traced/none"), and none's time a
+// request.
+func pairedRatio(b *testing.B, n int, req *triton.InferRequest, none, traced *triton.Server) {
+	ctx := context.Background()
+	run := func(srv *triton.Server) float64 {
+		start := time.Now()
+		for range n {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start))
+	}
+	var ratios, base []float64
+	for b.Loop() {
+		var t0, t1 float64
+		if len(ratios)%2 == 0 {
+			t0, t1 = run(none), run(traced)
+		} else {
+			t1, t0 = run(traced), run(none)
+		}
+		ratios, base = append(ratios, t1/t0), append(base, t0/float64(n))
+	}
+	slices.Sort(ratios)
+	slices.Sort(base)
+	b.ReportMetric(ratios[len(ratios)/2], "traced/none")
+	b.ReportMetric(base[len(base)/2], "none-ns/req")
 }
