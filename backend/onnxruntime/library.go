@@ -12,6 +12,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/triton-go/triton/internal/findup"
 	"github.com/triton-go/triton/internal/ortdist"
 )
 
@@ -91,20 +92,10 @@ func findLibrary(explicit string) (string, error) {
 		return p, nil
 	}
 	var searched []string
-	if dir, err := os.Getwd(); err == nil {
-		for {
-			p := filepath.Join(dir, CachePath())
-			if isFile(p) {
-				return p, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-		searched = append(searched, CachePath()+" in the working directory and its parents")
+	if p, ok := findup.File(CachePath()); ok {
+		return p, nil
 	}
+	searched = append(searched, CachePath()+" in the working directory and its parents")
 	user, err := UserCachePath()
 	if err == nil {
 		if isFile(user) {

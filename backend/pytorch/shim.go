@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton/cgo/torchrun"
+	"github.com/triton-go/triton/internal/findup"
 )
 
 // ShimEnv is the environment variable naming the shim library, consulted
@@ -61,20 +62,10 @@ func findShim(explicit, backendDir string) (string, error) {
 		return s.path, nil
 	}
 	var searched []string
-	if dir, err := os.Getwd(); err == nil {
-		for {
-			p := filepath.Join(dir, CachePath())
-			if isFile(p) {
-				return p, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-		searched = append(searched, CachePath()+" in the working directory and its parents")
+	if p, ok := findup.File(CachePath()); ok {
+		return p, nil
 	}
+	searched = append(searched, CachePath()+" in the working directory and its parents")
 	if user, err := UserCachePath(); err == nil {
 		if isFile(user) {
 			return user, nil
