@@ -118,6 +118,17 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// TritonCode returns the code as the number of Triton's
+// TRITONSERVER_Error_Code (what a Python model's TritonError.code()
+// reads): Unknown 0 to Cancelled 7, and DeadlineExceeded, which Triton
+// does not have, as Unavailable (4), the code of Triton's own timeouts.
+func (e *Error) TritonCode() int {
+	if e.Code == DeadlineExceeded {
+		return int(Unavailable)
+	}
+	return int(e.Code)
+}
+
 // Message returns the error text as Triton's core words it for clients: the
 // cause, prefixed with "[request id: <id>] " when the error concerns a
 // request. Adapters send it on the wire.

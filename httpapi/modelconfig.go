@@ -18,35 +18,6 @@ import (
 // as null as EmitUnpopulated would), enums as names.
 var configJSON = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
 
-// int64Fields are the 64-bit fields Triton rewrites from JSON strings to
-// numbers, as paths of member names ("*" stands for a key of one of the
-// maps in mapFields); arrays are transparent. Every other 64-bit field
-// stays a string, as proto3's JSON mapping prints it (secondary device ids,
-// CUDA graph shapes, initial state dims: Triton misses those too).
-var int64Fields = map[string]bool{
-	"input.dims":                                    true,
-	"input.reshape.shape":                           true,
-	"output.dims":                                   true,
-	"output.reshape.shape":                          true,
-	"version_policy.specific.versions":              true,
-	"dynamic_batching.max_queue_delay_microseconds": true,
-	"dynamic_batching.priority_levels":              true,
-	"dynamic_batching.default_priority_level":       true,
-	"dynamic_batching.default_queue_policy.default_timeout_microseconds":    true,
-	"dynamic_batching.priority_queue_policy.*.default_timeout_microseconds": true,
-	"sequence_batching.max_sequence_idle_microseconds":                      true,
-	"sequence_batching.oldest.max_queue_delay_microseconds":                 true,
-	"sequence_batching.direct.max_queue_delay_microseconds":                 true,
-	"sequence_batching.state.dims":                                          true,
-	"ensemble_scheduling.step.model_version":                                true,
-	"model_warmup.inputs.*.dims":                                            true,
-}
-
-var mapFields = map[string]bool{
-	"dynamic_batching.priority_queue_policy": true,
-	"model_warmup.inputs":                    true,
-}
-
 // modelConfigJSON returns the body of the model configuration endpoint. A
 // config whose every field has its default value serializes to nothing,
 // and Triton then answers an empty body; so does this.
@@ -65,8 +36,8 @@ func modelConfigJSON(cfg *modelconfig.ModelConfig) ([]byte, error) {
 	return rewriteInts(make([]byte, 0, len(raw)), v, ""), nil
 }
 
-// rewriteInts copies v compactly, turning the strings at int64Fields into
-// numbers.
+// rewriteInts copies v compactly, turning the strings of
+// [modelconfig.JSONNumberField] into numbers.
 func rewriteInts(b []byte, v jval, path string) []byte {
 	switch {
 	case v.isObject():
@@ -78,7 +49,7 @@ func rewriteInts(b []byte, v jval, path string) []byte {
 			b = appendJSONString(b, m.key)
 			b = append(b, ':')
 			seg := string(m.key)
-			if mapFields[path] {
+			if modelconfig.JSONMapField(path) {
 				seg = "*"
 			}
 			child := seg
@@ -97,7 +68,7 @@ func rewriteInts(b []byte, v jval, path string) []byte {
 			b = rewriteInts(b, e, path)
 		}
 		return append(b, ']')
-	case v.isString() && int64Fields[path]:
+	case v.isString() && modelconfig.JSONNumberField(path):
 		s, _ := v.str()
 		if strings.HasPrefix(string(s), "-") {
 			if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {

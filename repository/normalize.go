@@ -45,7 +45,7 @@ type NormalizeOptions struct {
 //   - instance_group: when absent, one group named after the model; each
 //     group gets the name <model>_<index> when unnamed, KIND_AUTO resolved
 //     to KIND_GPU when opts.GPUs > 0 and every listed GPU exists (KIND_CPU
-//     otherwise; always KIND_CPU for a group of the pytorch backend that
+//     otherwise; always KIND_CPU for a group of the pytorch or python backend that
 //     lists no GPUs, since this server's libtorch has no CUDA: a model
 //     without instance_group must not fail on a machine with GPUs), count
 //     0 replaced by the default (1; 2 for KIND_CPU
@@ -173,9 +173,9 @@ func normalizeInstanceGroups(cfg *modelconfig.ModelConfig, opts NormalizeOptions
 // cpuOnly reports whether backend runs only on the CPU in this server,
 // so that KIND_AUTO means KIND_CPU for it: pytorch (backend/pytorch runs
 // the CPU libtorch of Debian's libtorch-dev, and refuses KIND_GPU with an
-// error that says so).
+// error that says so) and python (its tensors are in CPU memory).
 func cpuOnly(backend string) bool {
-	return backend == "pytorch"
+	return backend == "pytorch" || backend == "python"
 }
 
 // gpusExist reports whether every listed GPU id is below n.

@@ -786,8 +786,8 @@ func (c *config) setBackendConfig(v string) error {
 	if !ok || key == "" || value == "" {
 		return fmt.Errorf("--backend-config option format is '<backend name>,<setting>=<value>'. Got %s", v)
 	}
-	if key != "default-max-batch-size" || (name != "" && name != "onnxruntime") {
-		c.warn("backend-config", fmt.Sprintf("%s: only default-max-batch-size (for onnxruntime, or for every backend) is read here", v))
+	if name != "python" && (key != "default-max-batch-size" || (name != "" && name != "onnxruntime")) {
+		c.warn("backend-config", fmt.Sprintf("%s: only default-max-batch-size (for onnxruntime, or for every backend) and the python backend's settings are read here", v))
 	}
 	if c.backendConfig[name] == nil {
 		c.backendConfig[name] = map[string]string{}

@@ -50,6 +50,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/backend/pytorch"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
@@ -287,6 +288,11 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 	if cfg.backendDirectory != "" {
 		opts = append(opts, triton.WithBackend(pytorch.Name, pytorch.New(pytorch.WithBackendDirectory(cfg.backendDirectory))))
 	}
+	pyOpts, err := python.BackendConfig(cfg.backendConfig["python"])
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(opts, triton.WithBackend(python.Name, python.New(pyOpts...)))
 	if cfg.rateLimit == "execution_count" {
 		rl := ratelimit.Config{}
 		for _, r := range cfg.rateLimitResources {

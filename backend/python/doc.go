@@ -1,0 +1,26 @@
+// Package python runs Triton Python backend models: model.py files with a
+// TritonPythonModel class, unchanged.
+//
+// Each model instance is its own Python process (a stub), so instances run
+// in parallel beyond the GIL and a crash stays in its process. A stub
+// imports the model, calls initialize, then execute for each batch the
+// server forms, and finalize at unload. Tensors cross through shared
+// memory: two anonymous memfd regions per stub (inputs one way, outputs the
+// other), so a numpy array in execute is a view of the server's bytes;
+// only small JSON messages cross the sockets, and a stub waiting for work
+// blocks on its socket.
+//
+// The module models import, triton_python_backend_utils, is ours (in
+// stub/): Tensor, InferenceRequest (with BLS: exec, exec(decoupled=True),
+// async_exec), InferenceResponse, TritonError, Logger, MetricFamily,
+// ModelConfig for auto_complete_config, and Triton's helper functions.
+//
+// A stub that dies (killed, crashed) fails the requests it had and is
+// replaced by a new one; one still executing a batch stub-timeout-seconds
+// after every request of the batch passed its deadline is killed and
+// replaced. A stub exits by itself when the server goes away.
+//
+// The interpreter is, in order: the model's EXECUTION_ENV_PATH (an unpacked
+// environment folder), [WithInterpreter], Debian's /usr/bin/python3
+// ([DefaultInterpreter]), the first python3 on PATH. It must have numpy.
+package python

@@ -1,0 +1,618 @@
+package python
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/tensor"
+)
+
+// userReadyTimeout bounds a model's is_ready, as Triton's
+// kUserModelReadinessTimeoutMs.
+const userReadyTimeout = 5 * time.Second
+
+var (
+	_ backend.Instance = (*instance)(nil)
+	_ backend.Readier  = (*instance)(nil)
+)
+
+// instance is one model instance: its stub process, replaced when it dies.
+type instance struct {
+	m    *model
+	spec backend.InstanceSpec
+	log  *zap.Logger
+
+	ctx    context.Context // until Close: sends to response senders, BLS calls, restarts
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the instance starts
+
+	mu sync.Mutex
+	// mu protects the following.
+	p        *proc           // the stub; nil while there is none
+	restart  chan struct{}   // closed when the restart under way ends; nil when none
+	downErr  error           // why there is no stub, once a restart failed
+	closed   bool            // Close was called
+	batches  map[uint64]*run // batches a stub has not finished with
+	nextID   uint64
+	restarts int
+	calls    map[uint64]context.CancelFunc // BLS requests in flight, by the stub's call id
+	metrics  *customMetrics
+}
+
+func newInstance(m *model, spec backend.InstanceSpec) *instance {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &instance{m: m, spec: spec, log: m.log.With(zap.String("instance", spec.Name)),
+		ctx: ctx, cancel: cancel, batches: map[uint64]*run{}, metrics: newCustomMetrics(nil)}
+}
+
+// launch starts the instance's first stub.
+func (in *instance) launch(ctx context.Context) error {
+	p, err := in.m.start(ctx, in)
+	if err != nil {
+		return err
+	}
+	in.adopt(p)
+	return nil
+}
+
+// adopt makes p the instance's stub and watches it.
+func (in *instance) adopt(p *proc) {
+	in.mu.Lock()
+	in.p = p
+	in.downErr = nil
+	in.mu.Unlock()
+	in.wg.Go(func() { in.watch(p) })
+}
+
+// watch waits for p to end, fails what it was doing, and starts a new
+// stub unless the instance is closing.
+func (in *instance) watch(p *proc) {
+	<-p.dead
+	cause := p.err()
+	in.mu.Lock()
+	if in.p == p {
+		in.p = nil
+	}
+	var lost []*run
+	for id, r := range in.batches {
+		if r.p == p {
+			lost = append(lost, r)
+			delete(in.batches, id)
+		}
+	}
+	if !in.closed && in.restart == nil {
+		in.beginRestart(cause)
+	}
+	in.mu.Unlock()
+	for _, r := range lost {
+		r.abandon(in.ctx, cause)
+	}
+	p.release()
+}
+
+// beginRestart starts a new stub in the background. in.mu is held.
+func (in *instance) beginRestart(cause error) {
+	in.restarts++
+	n := in.restarts
+	in.log.Warn("the stub process ended; starting a new one", zap.Error(cause), zap.Int("restart", n))
+	ch := make(chan struct{})
+	in.restart = ch
+	in.wg.Go(func() {
+		p, err := in.m.start(in.ctx, in)
+		in.mu.Lock()
+		in.restart = nil
+		closed := in.closed
+		if err != nil {
+			in.downErr = fmt.Errorf("%v Starting a new stub failed: %w", cause, err)
+			in.log.Error("starting a new stub failed", zap.Error(err))
+		}
+		in.mu.Unlock()
+		if err == nil {
+			if closed {
+				p.shutdown(in.m.b.stubTimeout)
+			} else {
+				in.adopt(p)
+				in.log.Info("a new stub process serves the instance", zap.Int("restart", n))
+			}
+		}
+		close(ch)
+	})
+}
+
+// current returns the stub, waiting while a new one starts, with a user
+// reference (release with p.users.Done()).
+func (in *instance) current(ctx context.Context) (*proc, error) {
+	tried := false
+	for {
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			return nil, fmt.Errorf("instance '%s' is closed: %w", in.spec.Name, backend.ErrUnavailable)
+		}
+		if p := in.p; p != nil && p.alive() {
+			p.users.Add(1)
+			in.mu.Unlock()
+			return p, nil
+		}
+		ch := in.restart
+		if ch == nil {
+			if tried || in.downErr == nil {
+				err := in.downErr
+				in.mu.Unlock()
+				if err == nil {
+					err = fmt.Errorf("Stub process '%s' is not healthy.", in.spec.Name)
+				}
+				return nil, err
+			}
+			tried = true // the last start failed: try once more, for this batch
+			in.beginRestart(in.downErr)
+			ch = in.restart
+		}
+		in.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// run is one batch the stub executes: its requests and how far they are.
+type run struct {
+	id        uint64
+	p         *proc
+	ctx       context.Context
+	reqs      []*backend.Request
+	senders   []*backend.Sender // decoupled models
+	block     int64             // the down block holding the cancel flags and the inputs
+	decoupled bool
+	answered  chan struct{} // closed once execute returned in the stub (done)
+	finished  chan struct{} // closed once every request is complete and execute returned
+	fail      error         // the batch's error (execute raised)
+
+	// Owned by the stub's reader goroutine until finished (or abandoned).
+	complete []bool
+	open     int
+	done     bool
+}
+
+// Execute sends the batch to the stub and waits for its responses (a
+// default model) or for execute to return (a decoupled model, whose
+// responses go on through the requests' senders).
+func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
+	p, err := in.current(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.users.Done()
+	r, msg, err := in.prepare(ctx, p, b)
+	if err != nil {
+		return err
+	}
+	b.MarkInputsDone()
+	if err := p.cmds.send(msg); err != nil {
+		<-p.dead
+		return p.err()
+	}
+	wait := r.finished
+	if r.decoupled {
+		wait = r.answered
+	}
+	// A stub still executing stubTimeout after every request's deadline
+	// (or cancellation) is hung: it is killed, and a new one started.
+	grace := in.m.b.stubTimeout
+	var timer *time.Timer
+	var hang <-chan time.Time
+	var hangAt time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	arm := func(at time.Time) {
+		switch {
+		case timer == nil:
+			timer = time.NewTimer(time.Until(at))
+		case at.Before(hangAt):
+			timer.Reset(time.Until(at))
+		default:
+			return
+		}
+		hangAt, hang = at, timer.C
+	}
+	if at, ok := hangDeadline(ctx, b.Requests); ok {
+		arm(at.Add(grace))
+	}
+	cancelled := ctx.Done()
+	for {
+		select {
+		case <-wait:
+			b.MarkInferDone()
+			if r.fail != nil && !r.decoupled {
+				return r.fail
+			}
+			return nil
+		case <-p.dead:
+			return p.err()
+		case <-cancelled:
+			cancelled = nil
+			for i := range r.reqs {
+				p.down.mark(r.block + int64(4*i))
+			}
+			arm(time.Now().Add(grace))
+		case <-hang:
+			p.kill(fmt.Sprintf("it was still executing %s after the deadline of every request of the batch (stub-timeout-seconds); it was killed", grace))
+			hang = nil
+		}
+	}
+}
+
+// hangDeadline is when every request of the batch has passed its
+// deadline: ctx's, or each request's own timeout. ok is false when some
+// request has none.
+func hangDeadline(ctx context.Context, reqs []*backend.Request) (time.Time, bool) {
+	if d, ok := ctx.Deadline(); ok {
+		return d, true
+	}
+	var last time.Time
+	now := time.Now()
+	for _, r := range reqs {
+		if r.Timeout <= 0 {
+			return time.Time{}, false
+		}
+		if at := now.Add(r.Timeout); at.After(last) {
+			last = at
+		}
+	}
+	return last, len(reqs) > 0
+}
+
+// prepare writes the batch's inputs into the stub's shared memory and
+// registers the batch.
+func (in *instance) prepare(ctx context.Context, p *proc, b *backend.Batch) (*run, *executeMsg, error) {
+	n := len(b.Requests)
+	size := align(int64(4 * n))
+	for _, req := range b.Requests {
+		for i := range req.Inputs {
+			size += align(int64(len(req.Inputs[i].Data)))
+		}
+	}
+	block, mem, err := p.down.alloc(size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model '%s': the inputs of the batch: %w: %w", in.m.spec.Name, err, backend.ErrUnavailable)
+	}
+	clear(mem[:4*n])
+	at := align(int64(4 * n))
+	msg := &executeMsg{Op: "execute", Flags: block, Requests: make([]wireRequest, n)}
+	r := &run{p: p, ctx: ctx, reqs: b.Requests, block: block, decoupled: in.m.decoupled,
+		answered: make(chan struct{}), finished: make(chan struct{}), complete: make([]bool, n), open: n}
+	for i, req := range b.Requests {
+		w := &msg.Requests[i]
+		w.ID, w.Timeout, w.Params = req.ID, req.Timeout.Microseconds(), req.Parameters
+		switch {
+		case req.SequenceIDString != "":
+			w.Corr = req.SequenceIDString
+		case req.SequenceID != 0:
+			w.Corr = req.SequenceID
+		}
+		if req.SequenceStart {
+			w.Flags |= 1
+		}
+		if req.SequenceEnd {
+			w.Flags |= 2
+		}
+		w.Outputs = req.RequestedOutputs
+		if len(w.Outputs) == 0 {
+			w.Outputs = in.m.outputs
+		}
+		w.Inputs = make([]wireTensor, len(req.Inputs))
+		for j := range req.Inputs {
+			t := &req.Inputs[j]
+			copy(mem[at:], t.Data)
+			w.Inputs[j] = wireTensor{Name: t.Name, Type: t.DataType.String(), Shape: t.Shape, Off: block + at, Bytes: int64(len(t.Data))}
+			at += align(int64(len(t.Data)))
+		}
+		if r.decoupled {
+			s := req.Sender()
+			if s == nil {
+				p.down.release(block)
+				return nil, nil, fmt.Errorf("model '%s' is decoupled but request %q has no response sender", in.m.spec.Name, req.ID)
+			}
+			r.senders = append(r.senders, s)
+		}
+	}
+	in.mu.Lock()
+	in.nextID++
+	r.id = in.nextID
+	in.batches[r.id] = r
+	in.mu.Unlock()
+	msg.ID = r.id
+	if r.decoupled {
+		for i, s := range r.senders {
+			in.wg.Go(func() {
+				select {
+				case <-s.Done():
+					if s.Err() != nil { // cancelled, not finished: tell the model
+						p.down.mark(block + int64(4*i))
+					}
+				case <-r.finished:
+				}
+			})
+		}
+	}
+	return r, msg, nil
+}
+
+func align(n int64) int64 { return (n + 63) &^ 63 }
+
+// message handles what the stub says on its own (handler).
+func (in *instance) message(p *proc, m *stubMsg) {
+	switch m.Op {
+	case "done":
+		in.done(p, m)
+	case "send":
+		in.send(p, m)
+	case "bls":
+		in.bls(p, m)
+	case "bls_cancel":
+		in.blsCancel(m.Call)
+	case "log":
+		in.logLine(m)
+	case "family", "metric", "metric_value", "metric_op", "family_close", "metric_close":
+		in.metricMsg(p, m)
+	default:
+		in.log.Warn("the stub sent a message of an unknown kind", zap.String("op", m.Op))
+	}
+}
+
+// batch returns the batch id names, if it is p's and still running.
+func (in *instance) batch(p *proc, id uint64) *run {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	r := in.batches[id]
+	if r == nil || r.p != p {
+		return nil
+	}
+	return r
+}
+
+// done handles the end of execute in the stub.
+func (in *instance) done(p *proc, m *stubMsg) {
+	r := in.batch(p, m.ID)
+	if r == nil {
+		return
+	}
+	if m.Fail != nil {
+		r.fail = fmt.Errorf("Failed to process the request(s) for model '%s', message: %s", in.spec.Name, *m.Fail)
+		in.log.Error("execute failed", zap.String("error", *m.Fail))
+		for i := range r.reqs {
+			if !r.complete[i] {
+				if r.decoupled {
+					_ = r.senders[i].Send(in.ctx, backend.Response{Err: r.fail, Final: true})
+				}
+				in.completed(r, i)
+			}
+		}
+	} else if !r.decoupled {
+		for i, resp := range m.Responses {
+			if i >= len(r.reqs) || resp == nil {
+				continue
+			}
+			in.apply(p, r.reqs[i], resp)
+			in.completed(r, i)
+		}
+	}
+	r.done = true
+	close(r.answered)
+	in.finishIfDone(r)
+}
+
+// send handles a response from a response sender.
+func (in *instance) send(p *proc, m *stubMsg) {
+	if m.Batch == nil {
+		return
+	}
+	r := in.batch(p, *m.Batch)
+	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) || r.complete[m.Req] {
+		return
+	}
+	if r.decoupled {
+		resp := backend.Response{Final: m.Final}
+		if m.Response != nil {
+			resp.Outputs, resp.Err = in.read(p, m.Response)
+		}
+		if err := r.senders[m.Req].Send(in.ctx, resp); err != nil && !m.Final {
+			in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[m.Req].ID), zap.Error(err))
+		}
+	} else if m.Response != nil {
+		in.apply(p, r.reqs[m.Req], m.Response)
+	}
+	if m.Final {
+		in.completed(r, m.Req)
+		in.finishIfDone(r)
+	}
+}
+
+func (in *instance) completed(r *run, i int) {
+	if !r.complete[i] {
+		r.complete[i] = true
+		r.open--
+	}
+}
+
+// finishIfDone ends a batch whose every request is complete: its shared
+// memory goes back, the stub's references to it end.
+func (in *instance) finishIfDone(r *run) {
+	if !r.done || r.open > 0 {
+		return
+	}
+	in.mu.Lock()
+	_, mine := in.batches[r.id]
+	delete(in.batches, r.id)
+	in.mu.Unlock()
+	if mine {
+		r.p.down.release(r.block)
+		close(r.finished)
+	}
+}
+
+// abandon ends a batch whose stub died.
+func (r *run) abandon(ctx context.Context, cause error) {
+	if r.decoupled {
+		for i, s := range r.senders {
+			if !r.complete[i] {
+				_ = s.Send(ctx, backend.Response{Err: cause, Final: true})
+			}
+		}
+	}
+	close(r.finished)
+}
+
+// apply sets a default model's response on its request.
+func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse) {
+	outs, err := in.read(p, resp)
+	if err != nil {
+		req.Fail(err)
+		return
+	}
+	for _, t := range outs {
+		req.SetOutput(t)
+	}
+}
+
+// read copies a response's tensors out of shared memory (and gives the
+// block back), or returns its error.
+func (in *instance) read(p *proc, resp *wireResponse) ([]tensor.Tensor, error) {
+	if e := resp.Error; e != nil {
+		return nil, &pyError{msg: e.Msg, code: e.Code}
+	}
+	if len(resp.Outputs) == 0 {
+		return nil, nil
+	}
+	defer p.up.release(resp.Outputs[0].Off)
+	return readTensors(p, resp.Outputs, in.m.spec.Name)
+}
+
+// readTensors copies tensors out of the stub's region.
+func readTensors(p *proc, ws []wireTensor, model string) ([]tensor.Tensor, error) {
+	out := make([]tensor.Tensor, len(ws))
+	for i, w := range ws {
+		dt := tensor.ParseDataType(w.Type)
+		if !dt.Valid() {
+			return nil, fmt.Errorf("model '%s': output '%s' has data type %q", model, w.Name, w.Type)
+		}
+		view, err := p.up.view(w.Off, w.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("model '%s': output '%s': %w", model, w.Name, err)
+		}
+		t := tensor.Tensor{Name: w.Name, DataType: dt, Shape: w.Shape, Data: append([]byte(nil), view...)}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("model '%s': output '%s': %w", model, w.Name, err)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// logLine writes a model's Logger message.
+func (in *instance) logLine(m *stubMsg) {
+	fields := []zap.Field{zap.String("instance", in.spec.Name), zap.String("file", m.File+":"+strconv.Itoa(m.Line))}
+	log := in.m.log
+	switch m.Level {
+	case 1:
+		log.Warn(m.Msg, fields...)
+	case 2:
+		log.Error(m.Msg, fields...)
+	case 3:
+		log.Debug(m.Msg, fields...)
+	default:
+		log.Info(m.Msg, fields...)
+	}
+}
+
+// Ready reports whether the stub runs and, where the model defines
+// is_ready, what it says (at most 5 s).
+func (in *instance) Ready(ctx context.Context) error {
+	in.mu.Lock()
+	p, down := in.p, in.downErr
+	in.mu.Unlock()
+	if p == nil || !p.alive() {
+		if down != nil {
+			return down
+		}
+		return fmt.Errorf("Stub process '%s' is not healthy.", in.spec.Name)
+	}
+	if !p.hasReady {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, userReadyTimeout)
+	defer cancel()
+	m, err := p.call(ctx, "ready")
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("Timed out waiting for user-defined is_ready() response: %w", backend.ErrUnavailable)
+	case err != nil:
+		return err
+	case m.Error != nil:
+		return errors.New(m.Error.Msg)
+	case m.Ready == nil || !*m.Ready:
+		return fmt.Errorf("Model '%s' is not ready (user-defined check failed).: %w", in.spec.Name, backend.ErrUnavailable)
+	}
+	return nil
+}
+
+// Close finalizes and stops the stub; it waits for every goroutine of the
+// instance.
+func (in *instance) Close() error {
+	in.mu.Lock()
+	in.closed = true
+	restart := in.restart
+	in.mu.Unlock()
+	in.cancel()
+	if restart != nil {
+		<-restart
+	}
+	in.mu.Lock()
+	p := in.p
+	in.mu.Unlock()
+	if p != nil {
+		p.shutdown(in.m.b.stubTimeout)
+	}
+	in.wg.Wait()
+	in.metrics.close()
+	return nil
+}
+
+// pyError is an error response of a Python model: its message as the
+// model wrote it, classified by its TritonError code.
+type pyError struct {
+	msg  string
+	code int
+}
+
+func (e *pyError) Error() string { return e.msg }
+
+// Unwrap gives the sentinel the server classifies the code by.
+func (e *pyError) Unwrap() error {
+	switch e.code {
+	case 2:
+		return fs.ErrNotExist
+	case 3:
+		return backend.ErrInvalidInput
+	case 4:
+		return backend.ErrUnavailable
+	case 5:
+		return errors.ErrUnsupported
+	case 7:
+		return context.Canceled
+	}
+	return nil
+}

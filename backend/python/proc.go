@@ -1,0 +1,335 @@
+package python
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// handler receives what a stub says besides the answers to its commands.
+// Its methods run on the stub's reader goroutine, in the stub's order.
+type handler interface {
+	message(p *proc, m *stubMsg)
+}
+
+// launch says how to start one stub process.
+type launch struct {
+	python   string   // interpreter
+	env      []string // extra environment (an execution environment's PATH, ...)
+	stubDir  string   // where stub.py and triton_python_backend_utils.py are
+	instance string   // the instance name, for messages
+	memName  string   // prefix of the shared-memory names
+	shmSize  int64    // initial size of each region
+	shmGrow  int64    // growth step
+	shmLimit int64    // most bytes of each region
+	log      *zap.Logger
+}
+
+// proc is one running stub process and its two sockets and regions.
+type proc struct {
+	instance string
+	log      *zap.Logger
+	cmd      *exec.Cmd
+	cmds     *conn // server → stub commands; the stub answers on the same socket
+	replies  *conn // server → stub replies to the stub's calls
+	down, up *region
+	h        handler
+	hasReady bool // the model defines is_ready (set before the process is shared)
+
+	answer chan *stubMsg  // the answer to the command in flight (one at a time)
+	users  sync.WaitGroup // batches and BLS calls using the regions
+	dead   chan struct{}  // closed once the process has exited and its reader ended
+	ctx    context.Context
+	stop   context.CancelFunc // ends ctx: the process is going away
+
+	mu sync.Mutex
+	// mu protects the following.
+	cause  error                    // why the process ended; set before dead is closed
+	killed string                   // why the server killed it, for cause
+	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
+	nextID uint64
+}
+
+// startProc starts a stub process. The process is not initialised: the
+// caller sends "init" next.
+func startProc(l launch, h handler) (p *proc, err error) {
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				_ = c()
+			}
+		}
+	}()
+	down, err := newRegion(l.memName+"down", l.shmSize, l.shmGrow, l.shmLimit)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, down.close)
+	up, err := newRegion(l.memName+"up", l.shmSize, l.shmGrow, l.shmLimit)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, up.close)
+	cmdServer, cmdStub, err := socketPair("commands")
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, cmdServer.Close, cmdStub.Close)
+	replyServer, replyStub, err := socketPair("replies")
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, replyServer.Close, replyStub.Close)
+
+	cmd := exec.Command(l.python, "-u", l.stubDir+"/stub.py")
+	cmd.ExtraFiles = []*os.File{cmdStub, replyStub, down.file, up.file} // fds 3, 4, 5, 6
+	cmd.Env = append(os.Environ(), l.env...)
+	out := &lineLogger{log: l.log.With(zap.String("instance", l.instance))}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: a kill reaches its children
+	cmd.WaitDelay = time.Second                           // a grandchild holding stdout open does not hold us
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the Python stub process with %s: %w", l.python, err)
+	}
+	_ = cmdStub.Close()
+	_ = replyStub.Close()
+	cc, err := net.FileConn(cmdServer)
+	_ = cmdServer.Close()
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("command socket: %w", err)
+	}
+	rc, err := net.FileConn(replyServer)
+	_ = replyServer.Close()
+	if err != nil {
+		_ = cc.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("reply socket: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, replies: &conn{c: rc},
+		down: down, up: up, h: h, answer: make(chan *stubMsg, 1), dead: make(chan struct{}),
+		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}}
+	go p.read()
+	return p, nil
+}
+
+func socketPair(what string) (server, stub *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the %s socket of a stub: %w", what, err)
+	}
+	return os.NewFile(uintptr(fds[0]), what), os.NewFile(uintptr(fds[1]), what), nil
+}
+
+// read reads the stub's messages until its socket closes, then reaps the
+// process and records why it ended.
+func (p *proc) read() {
+	r := bufio.NewReaderSize(p.cmds.c, 64<<10)
+	var buf []byte
+	var err error
+	for {
+		m := new(stubMsg)
+		if err = readMsg(r, &buf, m); err != nil {
+			break
+		}
+		switch m.Op {
+		case "ok", "error":
+			select {
+			case p.answer <- m:
+			default:
+				err = fmt.Errorf("the stub answered %q with no command in flight", m.Op)
+			}
+		case "ready":
+			p.mu.Lock()
+			ch := p.calls[m.Call]
+			delete(p.calls, m.Call)
+			p.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		default:
+			if p.h != nil {
+				p.h.message(p, m)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	p.stop()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // and whatever it started
+	werr := p.cmd.Wait()
+	p.mu.Lock()
+	detail := p.killed
+	if detail == "" {
+		detail = exitText(werr, err)
+	}
+	p.cause = fmt.Errorf("Stub process '%s' is not healthy. (%s)", p.instance, detail)
+	p.mu.Unlock()
+	_ = p.cmds.c.Close()
+	_ = p.replies.c.Close()
+	close(p.dead)
+}
+
+// exitText says how a process ended.
+func exitText(werr, rerr error) string {
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() != syscall.SIGKILL {
+			return fmt.Sprintf("it was killed by signal %v", ws.Signal())
+		}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+			return fmt.Sprintf("it exited with status %d", ws.ExitStatus())
+		}
+		return "it was killed"
+	}
+	if werr == nil && rerr != nil && !errors.Is(rerr, net.ErrClosed) && rerr.Error() != "EOF" {
+		return rerr.Error()
+	}
+	return "it exited"
+}
+
+// err returns why the process ended (after dead is closed).
+func (p *proc) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cause
+}
+
+// alive reports whether the process still runs.
+func (p *proc) alive() bool {
+	select {
+	case <-p.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the process at once; why says why, in its error.
+func (p *proc) kill(why string) {
+	p.mu.Lock()
+	if p.killed == "" {
+		p.killed = why
+	}
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// command sends a command and waits for its answer. When ctx ends first,
+// the stub is killed: an abandoned answer would be read as the next one's.
+func (p *proc) command(ctx context.Context, msg any) (*stubMsg, error) {
+	if err := p.cmds.send(msg); err != nil {
+		<-p.dead
+		return nil, p.err()
+	}
+	select {
+	case m := <-p.answer:
+		return m, nil
+	case <-p.dead:
+		return nil, p.err()
+	case <-ctx.Done():
+		p.kill("the server stopped waiting for it: " + context.Cause(ctx).Error())
+		<-p.dead
+		return nil, ctx.Err()
+	}
+}
+
+// call sends a request on the reply socket (is_ready) and waits for the
+// answer the stub sends back on the command socket.
+func (p *proc) call(ctx context.Context, op string) (*stubMsg, error) {
+	ch := make(chan *stubMsg, 1)
+	p.mu.Lock()
+	p.nextID++
+	id := p.nextID
+	p.calls[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.calls, id)
+		p.mu.Unlock()
+	}()
+	if err := p.replies.send(replyMsg{Op: op, Call: id}); err != nil {
+		return nil, fmt.Errorf("Stub process '%s' is not healthy. (%v)", p.instance, err)
+	}
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-p.dead:
+		return nil, p.err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// shutdown asks the stub to finalize and exit, waits up to grace, then
+// kills it; it returns once the process is reaped, and releases the
+// shared memory.
+func (p *proc) shutdown(grace time.Duration) {
+	if p.alive() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		if _, err := p.command(ctx, map[string]string{"op": "finalize"}); err != nil && p.alive() {
+			p.kill("it did not finalize within " + grace.String())
+		}
+		cancel()
+		select {
+		case <-p.dead:
+		case <-time.After(grace):
+			p.kill("it did not exit within " + grace.String() + " of finalizing")
+		}
+	}
+	<-p.dead
+	p.release()
+}
+
+// release frees the shared memory once the process is dead and its
+// users (batches, BLS calls) are done with it.
+func (p *proc) release() {
+	p.users.Wait()
+	_ = p.down.close()
+	_ = p.up.close()
+}
+
+// lineLogger writes a stub's stdout and stderr to the log, line by line.
+type lineLogger struct {
+	log *zap.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *lineLogger) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Info(strings.TrimRight(string(w.buf[:i]), "\r"))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 { // a very long line: in pieces
+		w.log.Info(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(b), nil
+}

@@ -1,0 +1,1068 @@
+# The stub process of triton-go's Python backend: one per model instance.
+#
+# The server (backend/python) starts it with four inherited descriptors:
+#   3  the command socket: the server's commands arrive here and are read by
+#      the main thread; everything the stub says goes back on it (one ordered
+#      stream, written under a lock by any thread)
+#   4  the reply socket: the server's replies to the stub's own calls (BLS,
+#      metrics, is_ready), read by a daemon thread
+#   5  the "down" shared-memory file: tensors the server writes (inputs,
+#      BLS outputs); the stub only reads it and marks blocks released
+#   6  the "up" shared-memory file: tensors the stub writes (outputs, BLS
+#      inputs); the stub allocates in it, the server marks blocks released
+# Messages are a 4-byte little-endian length and a JSON object; tensor
+# bytes never cross a socket (see wire.go for the message catalogue).
+#
+# The stub exits when the command socket closes (the server went away), when
+# its parent process changes, or on the server's "finalize" command.
+
+import asyncio
+import contextvars
+import importlib.util
+import json
+import mmap
+import os
+import socket
+import struct
+import sys
+import threading
+import traceback
+
+FD_CMD, FD_REPLY, FD_DOWN, FD_UP = 3, 4, 5, 6
+_HEADER = 64  # bytes before every shared-memory block: the state word, padding
+_LEN = struct.Struct("<I")
+_STATE = struct.Struct("<I")
+
+
+class _Channel:
+    """One socket: length-prefixed JSON messages."""
+
+    def __init__(self, fd):
+        self.sock = socket.socket(fileno=fd)
+        self.wlock = threading.Lock()
+        self._hdr = bytearray(4)
+
+    def send(self, msg):
+        data = json.dumps(msg, separators=(",", ":")).encode()
+        with self.wlock:
+            self.sock.sendall(_LEN.pack(len(data)) + data)
+
+    def _read(self, n):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise EOFError("the server closed the connection")
+            got += k
+        return buf
+
+    def recv(self):
+        (n,) = _LEN.unpack(self._read(4))
+        return json.loads(self._read(n))
+
+
+class _Region:
+    """A shared-memory file, mapped as large as it is (remapped when the
+    writer has grown it). Old mappings stay alive while views use them."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.mm = None
+        self._remap()
+
+    def _remap(self):
+        size = os.fstat(self.fd).st_size
+        if size:
+            self.mm = mmap.mmap(self.fd, size)
+
+    def view(self, off, n):
+        if self.mm is None or off + n > len(self.mm):
+            self._remap()
+            if self.mm is None or off + n > len(self.mm):
+                raise RuntimeError("shared memory block %d+%d lies outside the region" % (off, n))
+        return memoryview(self.mm)[off:off + n]
+
+    def release(self, off):
+        """Gives the block whose data starts at off back to its writer."""
+        _STATE.pack_into(self.view(off - _HEADER, 4), 0, 0)
+
+
+class _UpRegion(_Region):
+    """The region the stub allocates in: first fit among the live blocks;
+    the server releases a block by zeroing its state word. It grows in
+    steps of `growth` bytes up to `limit`."""
+
+    def __init__(self, fd, growth, limit):
+        self.growth, self.limit = growth, limit
+        self.lock = threading.Lock()
+        self.live = []  # [offset of the header, size incl. header], by offset
+        super().__init__(fd)
+
+    def alloc(self, n):
+        need = _HEADER + ((n + 63) & ~63)
+        with self.lock:
+            mm = self.mm
+            self.live = [b for b in self.live if mm[b[0]] or mm[b[0] + 1] or mm[b[0] + 2] or mm[b[0] + 3]]
+            off = 0
+            for start, size in self.live:
+                if start - off >= need:
+                    break
+                off = start + size
+            size = len(mm) if mm is not None else 0
+            if off + need > size:
+                want = max(off + need, size + self.growth, 2 * size)
+                want = (want + self.growth - 1) // self.growth * self.growth
+                if off + need > self.limit:
+                    raise MemoryError(
+                        "a block of %d bytes does not fit in the stub's shared memory (limit %d bytes, %d in use)"
+                        % (n, self.limit, sum(b[1] for b in self.live)))
+                os.ftruncate(self.fd, min(want, self.limit))
+                self._remap()
+                mm = self.mm
+            _STATE.pack_into(mm, off, 1)
+            self.live.append([off, need])
+            self.live.sort()
+            return off + _HEADER, memoryview(mm)[off + _HEADER:off + _HEADER + n]
+
+
+# Set by main (importing this file has no side effects: benchmarks and
+# tests import it to run a model's execute directly).
+cmd = replies = down = None
+up = None  # _UpRegion, made by the "init" command (it carries the limits)
+
+# ---------------------------------------------------------------------------
+# The module model.py imports.
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _here)
+try:
+    import numpy as np
+except Exception as e:  # reported by the first command's answer
+    np = None
+    _numpy_error = "%s: %s" % (type(e).__name__, e)
+import triton_python_backend_utils as pb_utils  # noqa: E402
+
+_DTYPES = {  # Triton data type name → (numpy dtype, TRITONSERVER_DataType)
+    "BOOL": ("bool", 1), "UINT8": ("uint8", 2), "UINT16": ("uint16", 3), "UINT32": ("uint32", 4),
+    "UINT64": ("uint64", 5), "INT8": ("int8", 6), "INT16": ("int16", 7), "INT32": ("int32", 8),
+    "INT64": ("int64", 9), "FP16": ("float16", 10), "FP32": ("float32", 11), "FP64": ("float64", 12),
+    "BYTES": ("object", 13), "BF16": ("uint16", 14),
+}
+_TRITON_INT = {k: v[1] for k, v in _DTYPES.items()}
+_NUMPY_NAME = {}  # numpy dtype → Triton name (filled once numpy is there)
+
+
+def _numpy_names():
+    for name, (dt, _) in _DTYPES.items():
+        if name not in ("BYTES", "BF16"):
+            _NUMPY_NAME[np.dtype(dt)] = name
+
+
+_state = {"in_execute": False, "finalizing": False, "instance": "", "model": ""}
+_batch = contextvars.ContextVar("triton_batch", default=None)  # the batch a BLS call belongs to
+
+
+class TritonModelException(Exception):
+    """An error of the Python backend's own API, raised to model code."""
+
+
+class TritonError:
+    """An error of a response: a message and one of Triton's codes."""
+    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG, UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED = range(8)
+
+    def __init__(self, message, code=1):
+        self._message, self._code = str(message), int(code)
+
+    def code(self):
+        return self._code
+
+    def message(self):
+        return self._message
+
+    def __repr__(self):
+        return "TritonError(%r, %d)" % (self._message, self._code)
+
+
+class Tensor:
+    """A named tensor: a numpy array, or bytes in shared memory."""
+    __slots__ = ("_name", "_array", "_dtype", "_shape", "_raw", "__weakref__")
+
+    def __init__(self, name, array, _dtype=None):
+        if not isinstance(name, str) or name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        self._name = name
+        self._raw = None
+        if _dtype is not None:  # raw BF16 from the server or DLPack
+            self._array, self._dtype, self._shape = array, _dtype, list(array.shape)
+            return
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        if array.dtype.kind in "OSU":
+            self._dtype = "BYTES"
+            if array.dtype.kind == "U":
+                array = array.astype(np.object_)
+        else:
+            self._dtype = _NUMPY_NAME.get(array.dtype)
+            if self._dtype is None:
+                raise TritonModelException("NumPy dtype is not supported.")
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self._array, self._shape = array, list(array.shape)
+
+    @classmethod
+    def _wire(cls, name, dtype, shape, data):
+        """A tensor over bytes the server wrote (a view where the layout allows)."""
+        t = cls.__new__(cls)
+        t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, list(shape), data, None
+        return t
+
+    def name(self):
+        return self._name
+
+    def triton_dtype(self):
+        return _TRITON_INT[self._dtype]
+
+    def shape(self):
+        return list(self._shape)
+
+    def is_cpu(self):
+        return True
+
+    def as_numpy(self):
+        if self._array is None:
+            if self._dtype == "BYTES":
+                self._array = _decode_bytes(self._raw).reshape(self._shape)
+            else:
+                self._array = np.frombuffer(self._raw, dtype=_DTYPES[self._dtype][0]).reshape(self._shape)
+        if self._dtype == "BF16":
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
+        return self._array
+
+    def _bytes(self):
+        """The tensor's bytes as the server reads them."""
+        if self._raw is not None:
+            return self._raw
+        if self._dtype == "BYTES":
+            return _encode_bytes(self._array)
+        return memoryview(self._array).cast("B") if self._array.size else b""
+
+    def to_dlpack(self):
+        if self._dtype == "BYTES":
+            raise TritonModelException("DLPack does not have support for string tensors.")
+        return self.__dlpack__()
+
+    def __dlpack__(self, stream=None):
+        if self._dtype == "BF16":
+            raise TritonModelException("DLPack export of BF16 tensors is not supported by this backend.")
+        return self.as_numpy().__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    @staticmethod
+    def from_dlpack(name, obj):
+        if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")) and type(obj).__name__ != "PyCapsule":
+            raise TritonModelException(
+                "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
+                "`__dlpack__` and `__dlpack_device__` attributes")
+        if type(obj).__name__ == "PyCapsule":
+            obj = _Capsule(obj)
+        try:
+            array = np.from_dlpack(obj)
+        except BufferError as e:
+            raise TritonModelException(str(e))
+        if not array.flags.c_contiguous:
+            raise TritonModelException(
+                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported.")
+        return Tensor(name, array)
+
+    def __repr__(self):
+        return "Tensor(%r, %s, %s)" % (self._name, self._dtype, self._shape)
+
+
+class _Capsule:
+    """Gives a bare DLPack capsule the protocol numpy.from_dlpack wants."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, stream=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _decode_bytes(buf):
+    """BYTES elements (4-byte little-endian length, then the bytes) as a
+    1-D object array of bytes."""
+    items, off, n = [], 0, len(buf)
+    while off < n:
+        if off + 4 > n:
+            raise TritonModelException("Invalid bytes tensor data: incomplete length field")
+        (k,) = _LEN.unpack_from(buf, off)
+        off += 4
+        if off + k > n:
+            raise TritonModelException("Invalid bytes tensor data: string extends beyond buffer")
+        items.append(bytes(buf[off:off + k]))
+        off += k
+    out = np.empty(len(items), dtype=np.object_)
+    out[:] = items
+    return out
+
+
+def _encode_bytes(array):
+    parts = []
+    for x in array.flat:
+        if not isinstance(x, bytes):
+            x = str(x).encode("utf-8")
+        parts.append(_LEN.pack(len(x)))
+        parts.append(x)
+    return b"".join(parts)
+
+
+def _check_parameters(parameters):
+    if parameters is None:
+        return {}
+    if isinstance(parameters, str):
+        parameters = json.loads(parameters)
+    if not isinstance(parameters, dict):
+        raise TritonModelException("Parameters must be a dictionary.")
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException("Expect parameters keys to have type str, found type %s" % type(k))
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException("Expect parameters values to have type bool/int/str, found type %s" % type(v))
+    return dict(parameters)
+
+
+class InferenceResponse:
+    """The response to one request: output tensors, or an error."""
+
+    def __init__(self, output_tensors=None, error=None, parameters=None):
+        output_tensors = list(output_tensors or [])
+        for t in output_tensors:
+            if t is None:
+                raise TritonModelException("Output tensor for inference response should not be empty.")
+        self._tensors, self._error = output_tensors, error
+        self._parameters = _check_parameters(parameters)
+
+    def output_tensors(self):
+        return self._tensors
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+    def parameters(self):
+        return json.dumps(self._parameters)
+
+
+def _wire_response(resp, wanted):
+    """A response as the server reads it: the outputs it wants, in one
+    shared-memory block."""
+    if not isinstance(resp, InferenceResponse):
+        raise TritonModelException(
+            "Expected an 'InferenceResponse' object in the execute function return list, found type '%s'." % type(resp))
+    out = {}
+    if resp._parameters:
+        out["params"] = resp._parameters
+    err = resp._error
+    if err is not None:
+        if isinstance(err, TritonError):
+            out["error"] = {"msg": err.message(), "code": err.code()}
+        else:
+            out["error"] = {"msg": str(err), "code": TritonError.INTERNAL}
+        return out
+    tensors = [t for t in resp._tensors if wanted is None or t._name in wanted]
+    if tensors:
+        out["outputs"] = _write_tensors(tensors)
+    return out
+
+
+def _write_tensors(tensors):
+    parts = [t._bytes() for t in tensors]
+    sizes = [(len(p) if isinstance(p, bytes) else p.nbytes) for p in parts]
+    offs, total = [], 0
+    for s in sizes:
+        offs.append(total)
+        total += (s + 63) & ~63
+    base, block = up.alloc(total)
+    wire = []
+    for t, p, s, o in zip(tensors, parts, sizes, offs):
+        if s:
+            block[o:o + s] = p
+        wire.append({"n": t._name, "t": t._dtype, "s": t._shape, "o": base + o, "b": s})
+    return wire
+
+
+def _read_tensors(wire, copy):
+    """Tensors the server wrote: views of shared memory, or copies when the
+    block is released at once (BLS outputs)."""
+    out = []
+    for w in wire:
+        n = w["b"]
+        data = down.view(w["o"], n) if n else memoryview(b"")
+        if copy:
+            data = memoryview(bytes(data))
+        out.append(Tensor._wire(w["n"], w["t"], w["s"], data))
+    return out
+
+
+class _Batch:
+    """One execute command: its requests, their response senders, and where
+    the server raises their cancellation flags."""
+
+    def __init__(self, msg):
+        self.id = msg["id"]
+        self.flags_off = msg["flags"]
+        self.requests = [InferenceRequest._incoming(self, i, r) for i, r in enumerate(msg["requests"])]
+
+    def cancelled(self, i):
+        return down.view(self.flags_off + 4 * i, 1)[0] != 0
+
+
+class InferenceResponseSender:
+    """Sends the responses of one request (decoupled models, or one response
+    sent late by a default model)."""
+
+    def __init__(self, batch, index):
+        self._batch, self._index = batch, index
+        self._sent, self._closed = 0, False
+        self._lock = threading.Lock()
+
+    def send(self, response=None, flags=0):
+        if flags not in (0, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise TritonModelException("Inference Response object must be provided when the response flags is set to zero.")
+        with self._lock:
+            if self._closed:
+                raise TritonModelException("Unable to send response. Response sender has been closed.")
+            if not _decoupled:
+                if response is not None and self._sent:
+                    raise TritonModelException("Unable to send response. Non-decoupled model cannot send more than one response.")
+                if response is None and not self._sent:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete final before sending a response.")
+            msg = {"op": "send", "batch": self._batch.id, "req": self._index, "final": bool(flags)}
+            if response is not None:
+                msg["response"] = _wire_response(response, self._batch.requests[self._index]._wanted)
+                self._sent += 1
+            if flags:
+                self._closed = True
+            cmd.send(msg)
+
+    def is_cancelled(self):
+        return self._batch.cancelled(self._index)
+
+
+class InferenceTrace:
+    """The trace of a request (a context for OpenTelemetry, when traced)."""
+
+    def __init__(self, context=None):
+        self._context = context
+
+    def get_context(self, mode="opentelemetry"):
+        return self._context
+
+
+class PreferredMemory:
+    """Where a BLS request wants its outputs (always CPU memory here)."""
+
+    def __init__(self, preferred_memory_type=0, preferred_device_id=0):
+        self.preferred_memory_type, self.preferred_device_id = preferred_memory_type, preferred_device_id
+
+
+class InferenceRequest:
+    """A request: one the server hands to execute, or a BLS request the
+    model builds to call another model of the server."""
+
+    def __init__(self, request_id="", correlation_id=0, inputs=None, requested_output_names=None,
+                 model_name=None, model_version=-1, flags=0, timeout=0, preferred_memory=None,
+                 trace=None, parameters=None):
+        if inputs is None or requested_output_names is None or model_name is None:
+            raise TypeError("InferenceRequest needs inputs, requested_output_names and model_name")
+        if not isinstance(correlation_id, (int, str)) or isinstance(correlation_id, bool):
+            raise TritonModelException("Correlation ID must be integer or string")
+        inputs = list(inputs)
+        for t in inputs:
+            if t is None:
+                raise TritonModelException(
+                    "Input tensor for request with id '%s' and model name '%s' should not be empty." % (request_id, model_name))
+        names = list(requested_output_names)
+        for n in names:
+            if n == "":
+                raise TritonModelException(
+                    "Requested output name for request with id '%s' and model name '%s' should not be empty." % (request_id, model_name))
+        self._id, self._corr, self._inputs, self._outputs = request_id, correlation_id, inputs, names
+        self._model, self._version, self._flags, self._timeout = model_name, int(model_version), int(flags), int(timeout)
+        self._parameters = _check_parameters(parameters)
+        self._trace = trace or InferenceTrace()
+        self._batch, self._index, self._sender, self._wanted = None, 0, None, None
+
+    @classmethod
+    def _incoming(cls, batch, index, r):
+        q = cls.__new__(cls)
+        q._batch, q._index, q._sender = batch, index, None
+        q._id = r.get("rid", "")
+        q._corr = r.get("corr", 0)
+        q._flags = r.get("flags", 0)
+        q._timeout = r.get("timeout", 0)
+        q._parameters = r.get("params") or {}
+        q._outputs = r["outputs"]
+        q._wanted = frozenset(q._outputs)
+        q._inputs = _read_tensors(r["inputs"], False)
+        q._trace = InferenceTrace(r.get("trace"))
+        q._model, q._version = _state["model"], -1
+        return q
+
+    def inputs(self):
+        return self._inputs
+
+    def request_id(self):
+        return self._id
+
+    def correlation_id(self):
+        return self._corr
+
+    def flags(self):
+        return self._flags
+
+    def set_flags(self, flags):
+        self._flags = int(flags)
+
+    def timeout(self):
+        return self._timeout
+
+    def parameters(self):
+        return json.dumps(self._parameters)
+
+    def requested_output_names(self):
+        return list(self._outputs)
+
+    def trace(self):
+        return self._trace
+
+    def get_response_sender(self):
+        if self._batch is None:
+            raise TritonModelException("Only requests passed to execute have a response sender.")
+        if self._sender is None:
+            self._sender = InferenceResponseSender(self._batch, self._index)
+        return self._sender
+
+    def is_cancelled(self):
+        return self._batch is not None and self._batch.cancelled(self._index)
+
+    def set_release_flags(self, flags):
+        if flags & pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+            raise TritonModelException("Request rescheduling is not supported by this backend.")
+
+    def _call(self, decoupled):
+        call = _calls.open()
+        msg = {"op": "bls", "call": call.id, "model": self._model, "version": self._version,
+               "rid": self._id, "flags": self._flags, "timeout": self._timeout,
+               "outputs": self._outputs, "decoupled": decoupled}
+        if isinstance(self._corr, str):
+            msg["corr_s"] = self._corr
+        elif self._corr:
+            msg["corr"] = self._corr
+        if self._parameters:
+            msg["params"] = self._parameters
+        b = _batch.get()
+        if b is not None:
+            msg["batch"] = b.id
+        try:
+            msg["inputs"] = _write_tensors(self._inputs) if self._inputs else []
+        except Exception:
+            _calls.close(call.id)
+            raise
+        cmd.send(msg)
+        return call
+
+    def exec(self, decoupled=False):
+        if not _state["in_execute"] and _batch.get() is None:
+            return InferenceResponse(error=TritonError("BLS is only supported during the 'execute' function."))
+        call = self._call(decoupled)
+        if decoupled:
+            return ResponseIterator(call)
+        reply = call.get()
+        _calls.close(call.id)
+        return _bls_response(reply)
+
+    def async_exec(self, decoupled=False):
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()
+        return loop.run_in_executor(None, ctx.run, self.exec, decoupled)
+
+
+class _Call:
+    """A call the stub made; its replies arrive on the reply socket."""
+
+    def __init__(self, id):
+        self.id = id
+        self.cond = threading.Condition()
+        self.items = []
+
+    def put(self, item):
+        with self.cond:
+            self.items.append(item)
+            self.cond.notify()
+
+    def get(self):
+        with self.cond:
+            while not self.items:
+                self.cond.wait()
+            return self.items.pop(0)
+
+
+class _Calls:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.next = 0
+        self.open_calls = {}
+
+    def open(self):
+        with self.lock:
+            self.next += 1
+            c = _Call(self.next)
+            self.open_calls[c.id] = c
+            return c
+
+    def close(self, id):
+        with self.lock:
+            self.open_calls.pop(id, None)
+
+    def deliver(self, id, item):
+        with self.lock:
+            c = self.open_calls.get(id)
+        if c is not None:
+            c.put(item)
+
+    def fail_all(self, message):
+        with self.lock:
+            calls = list(self.open_calls.values())
+        for c in calls:
+            c.put({"error": {"msg": message, "code": TritonError.UNAVAILABLE}, "final": True})
+
+
+_calls = _Calls()
+
+
+def _bls_response(reply):
+    if "error" in reply:
+        return InferenceResponse(error=TritonError(reply["error"]["msg"], reply["error"]["code"]))
+    tensors = _read_tensors(reply.get("outputs", []), True)
+    if "block" in reply:
+        down.release(reply["block"])  # copied: the block goes back at once
+    return InferenceResponse(tensors, parameters=reply.get("params"))
+
+
+class ResponseIterator:
+    """The responses of a BLS request with decoupled=True, as they come."""
+
+    def __init__(self, call):
+        self._call, self._done = call, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        reply = self._call.get()
+        if reply.get("final"):
+            # As Triton, the last response may have no tensors.
+            self._done = True
+            _calls.close(self._call.id)
+        return _bls_response(reply)
+
+    def cancel(self):
+        cmd.send({"op": "bls_cancel", "call": self._call.id})
+
+
+def _request(op, **fields):
+    """A call with one reply: raises TritonModelException on its error."""
+    call = _calls.open()
+    fields.update(op=op, call=call.id)
+    try:
+        cmd.send(fields)
+        reply = call.get()
+    finally:
+        _calls.close(call.id)
+    if "error" in reply:
+        raise TritonModelException(reply["error"]["msg"])
+    return reply
+
+
+class Logger:
+    """Writes to the server's log, with the model's fields."""
+    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+    LogLevel = type("LogLevel", (), {"INFO": 0, "WARNING": 1, "ERROR": 2, "VERBOSE": 3})
+
+    @staticmethod
+    def log(message, level=0):
+        f = sys._getframe(1)
+        if f.f_code.co_filename == __file__:
+            f = f.f_back or f
+        cmd.send({"op": "log", "level": int(level), "msg": str(message),
+                  "file": os.path.basename(f.f_code.co_filename), "line": f.f_lineno})
+
+    @staticmethod
+    def log_info(message):
+        Logger.log(message, Logger.INFO)
+
+    @staticmethod
+    def log_warn(message):
+        Logger.log(message, Logger.WARNING)
+
+    @staticmethod
+    def log_error(message):
+        Logger.log(message, Logger.ERROR)
+
+    @staticmethod
+    def log_verbose(message):
+        Logger.log(message, Logger.VERBOSE)
+
+
+class MetricFamily:
+    """A family of custom metrics, exported beside the server's own."""
+    COUNTER, GAUGE, HISTOGRAM = 0, 1, 2
+    Kind = type("MetricKind", (), {"COUNTER": 0, "GAUGE": 1, "HISTOGRAM": 2})
+
+    def __init__(self, name, description, kind):
+        if kind not in (0, 1, 2):
+            raise TritonModelException("Error when creating MetricFamily: unknown metric kind %r" % (kind,))
+        try:
+            self._id = _request("family", name=name, help=description, kind=kind)["id"]
+        except TritonModelException as e:
+            raise TritonModelException("Error when creating MetricFamily: %s" % e)
+        self._kind, self._alive = kind, True
+
+    def Metric(self, labels=None, buckets=None):
+        return _Metric(self, labels, buckets)
+
+    def __del__(self):
+        if getattr(self, "_alive", False):
+            self._alive = False
+            try:
+                cmd.send({"op": "family_close", "id": self._id})
+            except Exception:
+                pass
+
+
+class _Metric:
+    def __init__(self, family, labels, buckets):
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        if buckets is not None and not isinstance(buckets, list):
+            raise TritonModelException("Failed to create metric. Buckets must be a list.")
+        if family._kind == MetricFamily.HISTOGRAM and buckets is None:
+            raise TritonModelException("Failed to create metric. Missing required buckets.")
+        if family._kind != MetricFamily.HISTOGRAM and buckets is not None:
+            raise TritonModelException("Failed to create metric. Unexpected buckets found.")
+        labels = {str(k): str(v) for k, v in (labels or {}).items()}
+        try:
+            self._id = _request("metric", family=family._id, labels=labels,
+                                buckets=[float(b) for b in buckets] if buckets is not None else None)["id"]
+        except TritonModelException as e:
+            raise TritonModelException("Failed to create metric. %s" % e)
+        self._family, self._alive = family, True
+
+    def _op(self, what, prefix, value):
+        if not self._family._alive:
+            raise TritonModelException(
+                "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. The 'MetricFamily' "
+                "object should be deleted AFTER its corresponding 'Metric' objects have been deleted.")
+        k = self._family._kind
+        allowed = {"increment": (0, 1), "set": (1,), "observe": (2,), "value": (0, 1)}[what]
+        if k not in allowed:
+            names = ("counter", "gauge", "histogram")
+            raise TritonModelException("%s%s is not supported for a %s metric" % (prefix, what, names[k]))
+        if what == "increment" and k == MetricFamily.COUNTER and value < 0:
+            raise TritonModelException("%sa counter cannot be decremented (value %s)" % (prefix, value))
+        if what == "value":
+            return _request("metric_value", id=self._id)["value"]
+        cmd.send({"op": "metric_op", "id": self._id, "what": what, "value": float(value)})
+
+    def increment(self, value):
+        self._op("increment", "Failed to increment metric value: ", value)
+
+    def set(self, value):
+        self._op("set", "Failed to set metric value: ", value)
+
+    def observe(self, value):
+        self._op("observe", "Failed to observe metric value: ", value)
+
+    def value(self):
+        return self._op("value", "Failed to get metric value: ", 0)
+
+    def __del__(self):
+        if getattr(self, "_alive", False):
+            self._alive = False
+            try:
+                cmd.send({"op": "metric_close", "id": self._id})
+            except Exception:
+                pass
+
+
+def _not_here(what):
+    def f(*args, **kwargs):
+        raise TritonModelException("%s is not supported by this server's Python backend; use the "
+                                   "model repository API of the server instead." % what)
+    return f
+
+
+def get_model_dir():
+    return _state.get("model_dir", "")
+
+
+for _name, _value in {
+    "Tensor": Tensor, "InferenceRequest": InferenceRequest, "InferenceResponse": InferenceResponse,
+    "TritonError": TritonError, "TritonModelException": TritonModelException, "Logger": Logger,
+    "PreferredMemory": PreferredMemory, "MetricFamily": MetricFamily, "get_model_dir": get_model_dir,
+    "TRITONSERVER_MEMORY_CPU": 0, "TRITONSERVER_MEMORY_GPU": 2,
+    "load_model": _not_here("load_model"), "unload_model": _not_here("unload_model"),
+    "is_model_ready": _not_here("is_model_ready"),
+}.items():
+    setattr(pb_utils, _name, _value)
+
+# ---------------------------------------------------------------------------
+# Running the model.
+
+_model = None
+_decoupled = False
+_loop = None  # the asyncio loop of async execute functions, on its own thread
+
+
+def _error_text(e):
+    """The exception and the traceback of the model's own frames."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__]
+    text = "".join(traceback.format_exception_only(type(e), e)).rstrip("\n")
+    if frames:
+        text += "\nTraceback (most recent call last):\n" + "".join(traceback.format_list(frames)).rstrip("\n")
+    return text
+
+
+def _import_model(msg):
+    path = msg["path"]
+    if not path.endswith(".py"):
+        raise TritonModelException('Model name must end with \'.py\'. Model name is "%s".' % os.path.basename(path))
+    if not os.path.isfile(path):
+        raise TritonModelException("Python model file not found in '%s'" % path)
+    version_dir, model_dir = os.path.dirname(path), msg["model_dir"]
+    for p in (version_dir, model_dir):
+        if p not in sys.path:
+            sys.path.insert(1, p)
+    parent = os.path.dirname(version_dir)
+    if parent not in sys.path:
+        sys.path.insert(1, parent)
+    # As Triton: the version folder is a package, the file a module of it.
+    name = os.path.basename(version_dir) + "." + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=None)
+    pkg = os.path.basename(version_dir)
+    if pkg not in sys.modules:
+        pspec = importlib.util.spec_from_file_location(
+            pkg, os.path.join(version_dir, "__init__.py"), submodule_search_locations=[version_dir])
+        pmod = importlib.util.module_from_spec(pspec)
+        sys.modules[pkg] = pmod
+        if os.path.isfile(os.path.join(version_dir, "__init__.py")):
+            pspec.loader.exec_module(pmod)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if not hasattr(module, "TritonPythonModel"):
+        raise TritonModelException("Python model '%s' has no class TritonPythonModel" % path)
+    return module
+
+
+def _init(msg):
+    global _model, _decoupled, up
+    if np is None:
+        raise TritonModelException(
+            "the interpreter %s cannot import numpy (%s); install Debian's python3-numpy, or name an "
+            "interpreter that has numpy" % (sys.executable, _numpy_error))
+    _numpy_names()
+    up = _UpRegion(FD_UP, msg["shm_growth"], msg["shm_limit"])
+    args = msg["args"]
+    _state.update(model=args["model_name"], instance=args.get("model_instance_name", ""), model_dir=args["model_repository"])
+    module = _import_model(msg)
+    cls = module.TritonPythonModel
+    if msg.get("auto_complete"):
+        fn = getattr(cls, "auto_complete_config", None)
+        if fn is None:
+            return {"op": "ok"}
+        cfg = fn(pb_utils.ModelConfig(args["model_config"]))
+        if not isinstance(cfg, pb_utils.ModelConfig):
+            raise TritonModelException(
+                "auto_complete_config function in model '%s' must return a valid pb.ModelConfig object." % args["model_name"])
+        return {"op": "ok", "config": json.dumps(cfg.as_dict())}
+    _decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
+    _model = cls()
+    if hasattr(_model, "initialize"):
+        _model.initialize(args)
+    if not hasattr(_model, "execute"):
+        _state["no_execute"] = True
+    return {"op": "ok", "is_ready": hasattr(_model, "is_ready")}
+
+
+def _run(fn, *args):
+    """Calls fn, a function or an async function (awaited on the loop)."""
+    result = fn(*args)
+    if asyncio.iscoroutine(result):
+        return _await(result)
+    return result
+
+
+def _async_loop():
+    global _loop
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+        threading.Thread(target=_loop.run_forever, name="triton-asyncio", daemon=True).start()
+    return _loop
+
+
+def _await(coro):
+    return asyncio.run_coroutine_threadsafe(coro, _async_loop()).result()
+
+
+def _background(coro):
+    """A decoupled model's async execute: runs on, its errors logged."""
+    fut = asyncio.run_coroutine_threadsafe(coro, _async_loop())
+
+    def done(f):
+        if f.exception() is not None:
+            Logger.log_error("async execute failed: " + _error_text(f.exception()))
+    fut.add_done_callback(done)
+
+
+def _execute(msg):
+    batch = _Batch(msg)
+    requests = batch.requests
+    reply = {"op": "done", "id": batch.id}
+    token = _batch.set(batch)
+    _state["in_execute"] = True
+    try:
+        if _state.get("no_execute"):
+            raise TritonModelException("Python model %s does not implement `execute` method." % _state["model"])
+        result = _model.execute(requests)
+        if asyncio.iscoroutine(result):
+            if _decoupled:
+                _background(result)
+                result = None
+            else:
+                result = _await(result)
+        reply["responses"] = _responses(batch, result)
+    except Exception as e:
+        reply["fail"] = _error_text(e)
+    finally:
+        _state["in_execute"] = False
+        _batch.reset(token)
+    return reply
+
+
+def _responses(batch, result):
+    requests = batch.requests
+    if _decoupled:
+        if result is not None:
+            raise TritonModelException(
+                "Python model '%s' is using the decoupled mode and the execute function must return None." % _state["instance"])
+        return None
+    if result is None:
+        return [None] * len(requests)
+    if not isinstance(result, list):
+        raise TritonModelException("Expected a list in the execute return, found type '%s'." % type(result))
+    if len(result) != len(requests):
+        raise TritonModelException(
+            "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+            "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d\n" % (len(requests), len(result)))
+    out = []
+    for req, resp in zip(requests, result):
+        if resp is None:
+            out.append(None)  # answered through its response sender
+            continue
+        out.append(_wire_response(resp, req._wanted))
+    return out
+
+
+def _ready():
+    try:
+        ok = _run(_model.is_ready)
+    except Exception as e:
+        return {"error": {"msg": _error_text(e), "code": TritonError.INTERNAL}}
+    if not isinstance(ok, bool):
+        return {"error": {"msg": "is_ready() must return a boolean value", "code": TritonError.INTERNAL}}
+    return {"ready": ok}
+
+
+def _reply_loop():
+    """Reads the server's replies to the stub's calls."""
+    try:
+        while True:
+            msg = replies.recv()
+            op = msg["op"]
+            if op == "reply":
+                _calls.deliver(msg["call"], msg)
+            elif op == "ready":
+                r = _ready()
+                r.update(op="ready", call=msg["call"])
+                cmd.send(r)
+    except (EOFError, OSError):
+        _calls.fail_all("the server closed the connection")
+
+
+def _watch_parent(parent):
+    import time
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)  # the server died: nobody will read our answers
+
+
+def main():
+    global cmd, replies, down
+    import signal
+    cmd, replies, down = _Channel(FD_CMD), _Channel(FD_REPLY), _Region(FD_DOWN)
+    # The server stops stubs with its own commands (or SIGKILL); a terminal's
+    # Ctrl-C is for the server alone.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="triton-parent", daemon=True).start()
+    threading.Thread(target=_reply_loop, name="triton-replies", daemon=True).start()
+    while True:
+        try:
+            msg = cmd.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        op = msg["op"]
+        if op == "execute":
+            reply = _execute(msg)
+        elif op == "init":
+            try:
+                reply = _init(msg)
+            except BaseException as e:
+                reply = {"op": "error", "msg": _error_text(e)}
+        elif op == "finalize":
+            _state["finalizing"] = True
+            reply = {"op": "ok"}
+            if _model is not None and hasattr(_model, "finalize"):
+                try:
+                    _run(_model.finalize)
+                except Exception as e:
+                    Logger.log_info("finalize failed: " + _error_text(e))
+            cmd.send(reply)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        else:
+            reply = {"op": "error", "msg": "unknown command %r" % op}
+        cmd.send(reply)
+
+
+if __name__ == "__main__":
+    main()
