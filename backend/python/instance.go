@@ -92,6 +92,7 @@ func (in *instance) watch(p *proc) {
 		in.beginRestart(cause)
 	}
 	in.mu.Unlock()
+	close(p.handled)
 	for _, r := range lost {
 		r.abandon(in.ctx, cause)
 	}
@@ -137,10 +138,15 @@ func (in *instance) current(ctx context.Context) (*proc, error) {
 			in.mu.Unlock()
 			return nil, fmt.Errorf("instance '%s' is closed: %w", in.spec.Name, backend.ErrUnavailable)
 		}
-		if p := in.p; p != nil && p.alive() {
-			p.users.Add(1)
+		if p := in.p; p != nil {
+			if p.alive() {
+				p.users.Add(1)
+				in.mu.Unlock()
+				return p, nil
+			}
 			in.mu.Unlock()
-			return p, nil
+			<-p.handled // watch replaces it
+			continue
 		}
 		ch := in.restart
 		if ch == nil {

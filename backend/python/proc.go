@@ -48,11 +48,12 @@ type proc struct {
 	h        handler
 	hasReady bool // the model defines is_ready (set before the process is shared)
 
-	answer chan *stubMsg  // the answer to the command in flight (one at a time)
-	users  sync.WaitGroup // batches and BLS calls using the regions
-	dead   chan struct{}  // closed once the process has exited and its reader ended
-	ctx    context.Context
-	stop   context.CancelFunc // ends ctx: the process is going away
+	answer  chan *stubMsg  // the answer to the command in flight (one at a time)
+	users   sync.WaitGroup // batches and BLS calls using the regions
+	dead    chan struct{}  // closed once the process has exited and its reader ended
+	handled chan struct{}  // closed once the instance has dealt with the death (watch)
+	ctx     context.Context
+	stop    context.CancelFunc // ends ctx: the process is going away
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -123,7 +124,7 @@ func startProc(l launch, h handler) (p *proc, err error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, replies: &conn{c: rc},
-		down: down, up: up, h: h, answer: make(chan *stubMsg, 1), dead: make(chan struct{}),
+		down: down, up: up, h: h, answer: make(chan *stubMsg, 1), dead: make(chan struct{}), handled: make(chan struct{}),
 		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}}
 	go p.read()
 	return p, nil
