@@ -1,0 +1,2 @@
+// Package python runs Triton Python backend models (model.py).
+package python
