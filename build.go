@@ -174,7 +174,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 	began := time.Now()
 	cfg := proto.CloneOf(base)
 	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log,
-		Caller: &caller{s: s, model: md.Name}}
+		Caller: &caller{s: s, model: md.Name}, Metrics: s.metrics}
 	if !s.opts.strictConfig {
 		completed, err := safeCall(func() (bool, error) { return backend.CompleteConfig(ctx, b, spec) })
 		if err != nil {

@@ -44,6 +44,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/triton-go/triton/modelmetrics"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/responsecache"
 )
@@ -66,6 +67,7 @@ type Server struct {
 	log     *zap.Logger
 	limiter *ratelimit.Limiter   // nil: rate limiting off
 	cache   *responsecache.Cache // nil: no response cache
+	metrics *modelmetrics.Registry
 
 	table    atomic.Pointer[modelTable]
 	tableMu  sync.Mutex  // serialises changes to table (readers need no lock)
@@ -111,7 +113,7 @@ func New(opts ...Option) (*Server, error) {
 	// Lifecycle failures are the user's to read, not the library's call
 	// stack: the server's log lines carry no Go stack traces, whatever the
 	// logger's configuration (zap's production config adds them at Error).
-	s := &Server{opts: o, log: o.logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel))}
+	s := &Server{opts: o, log: o.logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel)), metrics: modelmetrics.NewRegistry()}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if o.cacheBytes > 0 {
 		s.cache = responsecache.New(o.cacheBytes)
@@ -138,6 +140,14 @@ func New(opts ...Option) (*Server, error) {
 func NewFromDir(dir string, opts ...Option) (*Server, error) {
 	return New(append([]Option{WithModelRepository(dir)}, opts...)...)
 }
+
+// ModelMetrics returns the server's registry of model-defined metrics
+// (Triton's custom metrics): the one its models receive as
+// backend.ModelSpec.Metrics. Package metrics' Collector exports it beside
+// the server's own families; an application that serves metrics another
+// way can register it on its own prometheus.Registry. It is never nil, and
+// stays readable after the server closes.
+func (s *Server) ModelMetrics() *modelmetrics.Registry { return s.metrics }
 
 // Live reports whether the server is up: true from the return of [New] until
 // [Server.Shutdown] or [Server.Close] begins.

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/modelmetrics"
 )
 
 // Backend is a plug-in that loads models of one kind (ONNX Runtime, a Go
@@ -76,6 +77,12 @@ type ModelSpec struct {
 	// model version for cycle detection. The server always sets it; it is
 	// nil only where a ModelSpec is built by hand (tests).
 	Caller Caller
+	// Metrics is the server's registry of model-defined metrics (Triton's
+	// custom metrics, pb_utils.MetricFamily): families created there are
+	// exported on /metrics beside the server's own. The model closes what
+	// it creates, at the latest when it is closed. The server always sets
+	// it; it is nil only where a ModelSpec is built by hand (tests).
+	Metrics *modelmetrics.Registry
 }
 
 // VersionFS returns the version folder of the model, such as "<model>/3".

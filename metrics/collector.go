@@ -78,6 +78,16 @@ type Config struct {
 // label values, so a model loaded later with other tags still passes a
 // pedantic registry's checks. Unregister removes a Collector.
 //
+// The Collector also exports the families that models define for
+// themselves ([triton.Server.ModelMetrics]: Triton's custom metrics,
+// pb_utils.MetricFamily in Python models), with the ConstLabels added; a
+// model family whose own label names include a ConstLabels name is left
+// out. Those families come and go while the server runs, so Describe
+// cannot send them: an ordinary registry (prometheus.NewRegistry, what
+// cmd/tritonserver uses) exports them, but a pedantic one
+// (prometheus.NewPedanticRegistry) fails every Gather while a model family
+// has series, reporting it as collected with an unregistered descriptor.
+//
 // A Collector is safe for concurrent use: concurrent scrapes are fine.
 // Close releases NVML.
 type Collector struct {
@@ -193,7 +203,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the server's statistics, the CPU and the GPUs, and sends
-// one metric per family and series.
+// one metric per family and series, then the model-defined families.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if c.err != nil {
 		ch <- prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(c.err), c.err)
@@ -201,6 +211,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectModels(ch)
 	c.collectMachine(ch)
+	c.srv.ModelMetrics().CollectWith(ch, c.labels)
 }
 
 // fixedDescs are the descriptors of the families that are not per model,

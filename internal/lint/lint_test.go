@@ -21,7 +21,8 @@ const module = "github.com/triton-go/triton"
 var allowed = map[string][]string{
 	"tensor":        {},
 	"modelconfig":   {},
-	"backend":       {"tensor", "modelconfig"},
+	"modelmetrics":  {},
+	"backend":       {"tensor", "modelconfig", "modelmetrics"},
 	"repository":    {"modelconfig"},
 	"batcher":       {"tensor", "backend"},
 	"ensemble":      {"tensor", "backend", "modelconfig"},
