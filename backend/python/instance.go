@@ -50,7 +50,7 @@ type instance struct {
 func newInstance(m *model, spec backend.InstanceSpec) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &instance{m: m, spec: spec, log: m.log.With(zap.String("instance", spec.Name)),
-		ctx: ctx, cancel: cancel, batches: map[uint64]*run{}, metrics: newCustomMetrics(nil)}
+		ctx: ctx, cancel: cancel, batches: map[uint64]*run{}, metrics: newCustomMetrics(m.spec.Metrics)}
 }
 
 // launch starts the instance's first stub.
@@ -96,6 +96,7 @@ func (in *instance) watch(p *proc) {
 	for _, r := range lost {
 		r.abandon(in.ctx, cause)
 	}
+	in.metrics.closeOwner(p)
 	p.release()
 }
 
@@ -593,7 +594,7 @@ func (in *instance) Close() error {
 		p.shutdown(in.m.b.stubTimeout)
 	}
 	in.wg.Wait()
-	in.metrics.close()
+	in.metrics.closeOwner(nil)
 	return nil
 }
 

@@ -139,10 +139,10 @@ _here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _here)
 try:
     import numpy as np
-except Exception as e:  # reported by the first command's answer
-    np = None
+    import triton_python_backend_utils as pb_utils
+except ImportError as e:  # reported by the answer to "init"
+    np = pb_utils = None
     _numpy_error = "%s: %s" % (type(e).__name__, e)
-import triton_python_backend_utils as pb_utils  # noqa: E402
 
 _DTYPES = {  # Triton data type name → (numpy dtype, TRITONSERVER_DataType)
     "BOOL": ("bool", 1), "UINT8": ("uint8", 2), "UINT16": ("uint16", 3), "UINT32": ("uint32", 4),
@@ -780,12 +780,14 @@ class _Metric:
                 "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. The 'MetricFamily' "
                 "object should be deleted AFTER its corresponding 'Metric' objects have been deleted.")
         k = self._family._kind
+        kinds = ("TRITONSERVER_METRIC_KIND_COUNTER", "TRITONSERVER_METRIC_KIND_GAUGE", "TRITONSERVER_METRIC_KIND_HISTOGRAM")
         allowed = {"increment": (0, 1), "set": (1,), "observe": (2,), "value": (0, 1)}[what]
         if k not in allowed:
-            names = ("counter", "gauge", "histogram")
-            raise TritonModelException("%s%s is not supported for a %s metric" % (prefix, what, names[k]))
-        if what == "increment" and k == MetricFamily.COUNTER and value < 0:
-            raise TritonModelException("%sa counter cannot be decremented (value %s)" % (prefix, value))
+            op = {"increment": "Increment", "set": "Set", "observe": "Observe", "value": "Value"}[what]
+            raise TritonModelException("%s%s does not support %s" % (prefix, kinds[k], op))
+        if what == "increment" and k == MetricFamily.COUNTER and not value >= 0:
+            raise TritonModelException(
+                "%s%s can only be incremented monotonically by non-negative values." % (prefix, kinds[k]))
         if what == "value":
             return _request("metric_value", id=self._id)["value"]
         cmd.send({"op": "metric_op", "id": self._id, "what": what, "value": float(value)})
@@ -830,7 +832,8 @@ for _name, _value in {
     "load_model": _not_here("load_model"), "unload_model": _not_here("unload_model"),
     "is_model_ready": _not_here("is_model_ready"),
 }.items():
-    setattr(pb_utils, _name, _value)
+    if pb_utils is not None:
+        setattr(pb_utils, _name, _value)
 
 # ---------------------------------------------------------------------------
 # Running the model.
