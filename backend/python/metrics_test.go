@@ -101,4 +101,5 @@ func gather(t *testing.T, srv *triton.Server) map[string]*dto {
 	}
 	return out
 }
+
 type dto = dto0.MetricFamily
