@@ -1,0 +1,70 @@
+package python_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend/python"
+	"github.com/triton-go/triton/tensor"
+)
+
+const identityConfig = `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+`
+
+const identityModel = `
+import triton_python_backend_utils as pb_utils
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]) for r in requests]
+`
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>11)
+	}
+	return b
+}
+
+// TestLargeTensors: tensors far larger than the initial shared memory go
+// through (the regions grow), again and again (they are reused).
+func TestLargeTensors(t *testing.T) {
+	srv := newRepo(t).model("id", identityConfig, identityModel).serve()
+	for _, n := range []int{0, 1, 100, 16 << 20, 3 << 20, 16 << 20} {
+		data := pattern(n)
+		resp, err := infer(t, srv, "id", must(tensor.New("IN", tensor.Uint8, tensor.Shape{int64(n)}, data)))
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		out, _ := resp.Output("OUT")
+		if !bytes.Equal(out.Data, data) {
+			t.Fatalf("%d bytes: output differs", n)
+		}
+	}
+}
+
+// TestSharedMemoryLimit: a tensor over the limit fails its request with an
+// error that says so; the stub serves the next.
+func TestSharedMemoryLimit(t *testing.T) {
+	srv := newRepo(t).model("id", identityConfig, identityModel).
+		serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 4<<20))))
+	_, err := infer(t, srv, "id", must(tensor.New("IN", tensor.Uint8, tensor.Shape{8 << 20}, pattern(8<<20))))
+	if err == nil || !strings.Contains(err.Error(), "do not fit in the shared memory of the stub (limit 4194304 bytes") || triton.CodeOf(err) != triton.Unavailable {
+		t.Fatalf("error %v (%v)", err, triton.CodeOf(err))
+	}
+	// 3 MiB in fits; 3 MiB out must fit the other region.
+	data := pattern(3 << 20)
+	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "id", Inputs: []tensor.Tensor{must(tensor.New("IN", tensor.Uint8, tensor.Shape{3 << 20}, data))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := resp.Output("OUT"); !bytes.Equal(out.Data, data) {
+		t.Fatal("output differs")
+	}
+}
