@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -187,5 +189,46 @@ func TestPythonModels(t *testing.T) {
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPythonCustomMetrics: the counters, gauges and histograms a Python
+// model makes with pb_utils.MetricFamily are on the binary's metrics
+// endpoint, beside the server's nv_* families.
+func TestPythonCustomMetrics(t *testing.T) {
+	testenv.NeedLibrary(t)
+	testenv.Need(t, python.DefaultInterpreter, "run make deps (scripts/deps.sh installs python3-numpy)")
+	s := startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit", "--load-model=counted")
+	for _, body := range []string{
+		`{"inputs":[{"name":"INPUT","datatype":"FP32","shape":[3],"data":[1,2,3]}]}`,
+		`{"inputs":[{"name":"INPUT","datatype":"FP32","shape":[10],"data":[0,0,0,0,0,0,0,0,0,1]}]}`,
+	} {
+		if code, _, resp := s.do("POST", "/v2/models/counted/infer", "application/json", []byte(body), nil); code != 200 {
+			t.Fatalf("infer: %d %s", code, resp)
+		}
+	}
+	resp, err := http.Get(s.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// Two requests of 3 and 10 elements; buckets 1, 4, 16, 64, 256.
+	for _, want := range []string{
+		"# TYPE counted_requests_total counter\n",
+		`counted_requests_total{model="counted",version="1"} 2` + "\n",
+		"# TYPE counted_last_size gauge\n",
+		`counted_last_size{model="counted",version="1"} 10` + "\n",
+		"# TYPE counted_input_size histogram\n",
+		`counted_input_size_bucket{model="counted",version="1",le="1"} 0` + "\n",
+		`counted_input_size_bucket{model="counted",version="1",le="4"} 1` + "\n",
+		`counted_input_size_bucket{model="counted",version="1",le="16"} 2` + "\n",
+		`counted_input_size_sum{model="counted",version="1"} 13` + "\n",
+		`counted_input_size_count{model="counted",version="1"} 2` + "\n",
+		`nv_inference_count{model="counted",version="1"} 2` + "\n",
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
