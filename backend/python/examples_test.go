@@ -67,6 +67,7 @@ func TestExamples(t *testing.T) {
 			texts[1]: "[CLS] i play ##ed it , [UNK] re [UNK] read the book . [SEP]",
 			texts[2]: "[CLS] [UNK] [UNK] [SEP]",
 			texts[3]: "[CLS] [SEP]",
+			texts[4]: "[CLS] " + strings.Repeat("great ", n-2) + "[SEP]",
 		} {
 			if got, _ := wp.encode(text, n); strings.Join(wp.tokensOf(got), " ") != want {
 				t.Errorf("the test's tokenizer: %q gives %v, want %s", text, wp.tokensOf(got), want)
