@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the small ONNX test models of backend/onnxruntime.
+"""Writes the small ONNX test models of backend/onnxruntime (and the
+vocabulary of sentiment.onnx, sentiment_vocab.txt).
 
 Usage: /usr/bin/python3 scripts/gen-test-models.py [OUTDIR]
        (default OUTDIR: backend/onnxruntime/testdata/models; `make models`)
@@ -239,6 +240,101 @@ def accumulate_axis1():
     )
 
 
+# The WordPiece vocabulary of the example repository's preprocess model
+# (written as sentiment_vocab.txt, one token a line, the id is the 0-based line
+# number) and the words sentiment.onnx weighs. Order is part of the format:
+# append, never reorder.
+VOCAB = (
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", ".", ",", "!", "?", "'"]
+    + "the a an is was are it this that i you we they and but or so not no very really too".split()
+    + "movie film book food service phone day story plot music place staff price time".split()
+    + "good great love like nice best fun happy wonderful excellent".split()
+    + "bad terrible hate awful worst boring sad poor slow broken".split()
+    + "un re play work read help watch enjoy".split()
+    + "##s ##ed ##ing ##ly ##er ##est ##ful ##ness ##able ##y ##d".split()
+)
+POSITIVE = set("good great love like nice best fun happy wonderful excellent enjoy".split())
+NEGATIVE = set("bad terrible hate awful worst boring sad poor slow broken".split())
+SENTIMENT_CLASSES = 3  # negative, neutral, positive
+
+
+def sentiment():
+    # A bag-of-words text classifier over the ids of the preprocess model:
+    #   LOGITS = sum over tokens t with ATTENTION_MASK 1 of W[INPUT_IDS[t]] + B
+    # W[id] = [1, 0, 0] for a negative word, [0, 0, 1] for a positive one,
+    # 0 otherwise; B = [0, 0.5, 0], so a text without either is neutral.
+    weights = []
+    for tok in VOCAB:
+        weights += [float(tok in NEGATIVE), 0.0, float(tok in POSITIVE)]
+    return model(
+        "sentiment",
+        [
+            helper.make_node("Gather", ["W", "INPUT_IDS"], ["emb"], name="embed", axis=0),
+            helper.make_node(
+                "Cast", ["ATTENTION_MASK"], ["mask_f"], name="mask", to=TensorProto.FLOAT
+            ),
+            helper.make_node("Unsqueeze", ["mask_f", "axis2"], ["mask3"], name="mask3"),
+            helper.make_node("Mul", ["emb", "mask3"], ["kept"], name="keep"),
+            helper.make_node(
+                "ReduceSum", ["kept", "axis1"], ["sum"], name="sum", keepdims=0
+            ),
+            helper.make_node("Add", ["sum", "B"], ["LOGITS"], name="bias"),
+        ],
+        [
+            vi("INPUT_IDS", TensorProto.INT64, ["batch", "seq"]),
+            vi("ATTENTION_MASK", TensorProto.INT64, ["batch", "seq"]),
+        ],
+        [vi("LOGITS", TensorProto.FLOAT, ["batch", SENTIMENT_CLASSES])],
+        [
+            helper.make_tensor(
+                "W", TensorProto.FLOAT, [len(VOCAB), SENTIMENT_CLASSES], weights
+            ),
+            helper.make_tensor("B", TensorProto.FLOAT, [SENTIMENT_CLASSES], [0.0, 0.5, 0.0]),
+            helper.make_tensor("axis1", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("axis2", TensorProto.INT64, [1], [2]),
+        ],
+    )
+
+
+def detector():
+    # The first model of the example repository's BLS pipeline
+    # (detect_classify): a 4x4 grey image, flattened, gets a score in (0, 1):
+    #   SCORE = sigmoid(mean(INPUT))
+    return model(
+        "detector",
+        [
+            helper.make_node("MatMul", ["INPUT", "w"], ["mean"], name="mean"),
+            helper.make_node("Sigmoid", ["mean"], ["SCORE"], name="sigmoid"),
+        ],
+        [vi("INPUT", TensorProto.FLOAT, ["batch", 16])],
+        [vi("SCORE", TensorProto.FLOAT, ["batch", 1])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [16, 1], [1.0 / 16] * 16)],
+    )
+
+
+def classifier():
+    # The second model of detect_classify, run only on what the detector
+    # found: which of the 4 columns of the 4x4 image is brightest,
+    #   PROBS = softmax(column sums of INPUT), W[i][j] = 1 if i % 4 == j
+    return model(
+        "classifier",
+        [
+            helper.make_node("MatMul", ["INPUT", "W"], ["logits"], name="columns"),
+            helper.make_node("Softmax", ["logits"], ["PROBS"], name="softmax", axis=-1),
+        ],
+        [vi("INPUT", TensorProto.FLOAT, ["batch", 16])],
+        [vi("PROBS", TensorProto.FLOAT, ["batch", 4])],
+        [
+            helper.make_tensor(
+                "W",
+                TensorProto.FLOAT,
+                [16, 4],
+                [float(i % 4 == j) for i in range(16) for j in range(4)],
+            )
+        ],
+    )
+
+
 def main(argv):
     if len(argv) > 2:
         sys.exit("usage: gen-test-models.py [OUTDIR]")
@@ -254,6 +350,9 @@ def main(argv):
         accumulate(),
         accumulate_axis1(),
         softmax(),
+        sentiment(),
+        detector(),
+        classifier(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")
@@ -263,6 +362,10 @@ def main(argv):
             f.write(data)
         os.replace(tmp, path)
         print(path)
+    path = os.path.join(out, "sentiment_vocab.txt")
+    with open(path, "w") as f:
+        f.write("".join(tok + "\n" for tok in VOCAB))
+    print(path)
 
 
 if __name__ == "__main__":
