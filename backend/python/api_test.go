@@ -77,7 +77,7 @@ func TestRequestAccessors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upper, err := tensor.Strings(must(output(resp, "UPPER")))
+	upper, err := tensor.Strings(must(outputTensor(resp, "UPPER")))
 	if err != nil || len(upper) != 2 || upper[0] != "ABC" || upper[1] != "ÜNï" { // bytes.upper: ASCII letters only
 		t.Fatalf("UPPER %q %v", upper, err)
 	}
@@ -126,7 +126,7 @@ func TestRequestAccessors(t *testing.T) {
 	}
 }
 
-func output(resp *triton.InferResponse, name string) (tensor.Tensor, error) {
+func outputTensor(resp *triton.InferResponse, name string) (tensor.Tensor, error) {
 	if t, ok := resp.Output(name); ok {
 		return t, nil
 	}

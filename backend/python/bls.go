@@ -162,7 +162,7 @@ func (in *instance) reply(p *proc, call uint64, model string, outs []tensor.Tens
 		msg.Error = &wireError{Msg: "Model " + model + " - Error when running inference: " + errorText(err), Code: tritonCode(err)}
 		msg.Outputs, msg.Block = nil, nil
 	}
-	if serr := p.replies.send(msg); serr != nil {
+	if serr := p.async.send(&msg); serr != nil {
 		in.log.Debug("a BLS response did not reach the stub", zap.Error(serr))
 		if msg.Block != nil {
 			p.down.release(*msg.Block)

@@ -181,19 +181,22 @@ type run struct {
 	senders   []*backend.Sender // decoupled models
 	block     int64             // the down block holding the cancel flags and the inputs
 	decoupled bool
-	answered  chan struct{} // closed once execute returned in the stub (done)
 	finished  chan struct{} // closed once every request is complete and execute returned
-	fail      error         // the batch's error (execute raised)
+	fail      error         // the batch's error (execute raised); set before done
 
-	// Owned by the stub's reader goroutine until finished (or abandoned).
+	mu sync.Mutex
+	// mu protects the following (Execute and the event reader both
+	// complete requests).
 	complete []bool
 	open     int
 	done     bool
+	ended    bool // finished is closed
 }
 
 // Execute sends the batch to the stub and waits for its responses (a
 // default model) or for execute to return (a decoupled model, whose
-// responses go on through the requests' senders).
+// responses go on through the requests' senders). The answer is read on
+// this goroutine.
 func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	p, err := in.current(ctx)
 	if err != nil {
@@ -205,60 +208,70 @@ func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		return err
 	}
 	b.MarkInputsDone()
-	if err := p.cmds.send(msg); err != nil {
-		<-p.dead
-		return p.err()
+	w := in.watchHang(ctx, p, r)
+	ans, err := p.exchange(msg)
+	w.stop()
+	if err != nil {
+		return err // watch abandons the batch
 	}
-	wait := r.finished
-	if r.decoupled {
-		wait = r.answered
-	}
-	// A stub still executing stubTimeout after every request's deadline
-	// (or cancellation) is hung: it is killed, and a new one started.
-	grace := in.m.b.stubTimeout
-	var timer *time.Timer
-	var hang <-chan time.Time
-	var hangAt time.Time
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	arm := func(at time.Time) {
-		switch {
-		case timer == nil:
-			timer = time.NewTimer(time.Until(at))
-		case at.Before(hangAt):
-			timer.Reset(time.Until(at))
-		default:
-			return
-		}
-		hangAt, hang = at, timer.C
-	}
-	if at, ok := hangDeadline(ctx, b.Requests); ok {
-		arm(at.Add(grace))
-	}
-	cancelled := ctx.Done()
-	for {
+	b.MarkInferDone()
+	in.done(p, r, ans)
+	p.waitSeen(ans.Seq) // responses its senders sent before execute returned
+	if !r.decoupled {
 		select {
-		case <-wait:
-			b.MarkInferDone()
-			if r.fail != nil && !r.decoupled {
-				return r.fail
-			}
-			return nil
-		case <-p.dead:
+		case <-r.finished:
+		case <-p.dead: // requests answered later through their senders, which died
 			return p.err()
-		case <-cancelled:
-			cancelled = nil
-			for i := range r.reqs {
-				p.down.mark(r.block + int64(4*i))
-			}
-			arm(time.Now().Add(grace))
-		case <-hang:
-			p.kill(fmt.Sprintf("it was still executing %s after the deadline of every request of the batch (stub-timeout-seconds); it was killed", grace))
-			hang = nil
 		}
+	}
+	if r.fail != nil && !r.decoupled {
+		return r.fail
+	}
+	return nil
+}
+
+// hangWatch kills a stub still executing a batch stubTimeout after every
+// request's deadline or cancellation: it is hung, and a new one will serve.
+// A cancellation is also told to the model (is_cancelled).
+type hangWatch struct {
+	mu     sync.Mutex
+	timers []*time.Timer
+	after  func() bool
+	done   bool
+}
+
+func (in *instance) watchHang(ctx context.Context, p *proc, r *run) *hangWatch {
+	w := &hangWatch{}
+	grace := in.m.b.stubTimeout
+	kill := func() {
+		p.kill(fmt.Sprintf("it was still executing %s after the deadline of every request of the batch (stub-timeout-seconds); it was killed", grace))
+	}
+	arm := func(d time.Duration) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !w.done {
+			w.timers = append(w.timers, time.AfterFunc(d, kill))
+		}
+	}
+	if at, ok := hangDeadline(ctx, r.reqs); ok {
+		arm(time.Until(at) + grace)
+	}
+	w.after = context.AfterFunc(ctx, func() {
+		for i := range r.reqs {
+			p.down.mark(r.block + int64(4*i))
+		}
+		arm(grace)
+	})
+	return w
+}
+
+func (w *hangWatch) stop() {
+	w.after()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	for _, t := range w.timers {
+		t.Stop()
 	}
 }
 
@@ -298,9 +311,9 @@ func (in *instance) prepare(ctx context.Context, p *proc, b *backend.Batch) (*ru
 	}
 	clear(mem[:4*n])
 	at := align(int64(4 * n))
-	msg := &executeMsg{Op: "execute", Flags: block, Requests: make([]wireRequest, n)}
+	msg := &executeMsg{Flags: block, Requests: make([]wireRequest, n)}
 	r := &run{p: p, ctx: ctx, reqs: b.Requests, block: block, decoupled: in.m.decoupled,
-		answered: make(chan struct{}), finished: make(chan struct{}), complete: make([]bool, n), open: n}
+		finished: make(chan struct{}), complete: make([]bool, n), open: n}
 	for i, req := range b.Requests {
 		w := &msg.Requests[i]
 		w.ID, w.Timeout, w.Params = req.ID, req.Timeout.Microseconds(), req.Parameters
@@ -363,8 +376,6 @@ func align(n int64) int64 { return (n + 63) &^ 63 }
 // message handles what the stub says on its own (handler).
 func (in *instance) message(p *proc, m *stubMsg) {
 	switch m.Op {
-	case "done":
-		in.done(p, m)
 	case "send":
 		in.send(p, m)
 	case "bls":
@@ -391,12 +402,14 @@ func (in *instance) batch(p *proc, id uint64) *run {
 	return r
 }
 
-// done handles the end of execute in the stub.
-func (in *instance) done(p *proc, m *stubMsg) {
-	r := in.batch(p, m.ID)
-	if r == nil {
+// done applies the stub's answer to execute.
+func (in *instance) done(p *proc, r *run, m *stubMsg) {
+	if m.Op != "done" || m.ID != r.id {
+		p.kill(fmt.Sprintf("it answered %q (batch %d) to the execute of batch %d", m.Op, m.ID, r.id))
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if m.Fail != nil {
 		r.fail = fmt.Errorf("Failed to process the request(s) for model '%s', message: %s", in.spec.Name, *m.Fail)
 		in.log.Error("execute failed", zap.String("error", *m.Fail))
@@ -405,20 +418,19 @@ func (in *instance) done(p *proc, m *stubMsg) {
 				if r.decoupled {
 					_ = r.senders[i].Send(in.ctx, backend.Response{Err: r.fail, Final: true})
 				}
-				in.completed(r, i)
+				r.completed(i)
 			}
 		}
 	} else if !r.decoupled {
 		for i, resp := range m.Responses {
-			if i >= len(r.reqs) || resp == nil {
+			if i >= len(r.reqs) || resp == nil || r.complete[i] {
 				continue
 			}
 			in.apply(p, r.reqs[i], resp)
-			in.completed(r, i)
+			r.completed(i)
 		}
 	}
 	r.done = true
-	close(r.answered)
 	in.finishIfDone(r)
 }
 
@@ -428,7 +440,12 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		return
 	}
 	r := in.batch(p, *m.Batch)
-	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) || r.complete[m.Req] {
+	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.complete[m.Req] {
 		return
 	}
 	if r.decoupled {
@@ -443,12 +460,12 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		in.apply(p, r.reqs[m.Req], m.Response)
 	}
 	if m.Final {
-		in.completed(r, m.Req)
+		r.completed(m.Req)
 		in.finishIfDone(r)
 	}
 }
 
-func (in *instance) completed(r *run, i int) {
+func (r *run) completed(i int) {
 	if !r.complete[i] {
 		r.complete[i] = true
 		r.open--
@@ -456,9 +473,9 @@ func (in *instance) completed(r *run, i int) {
 }
 
 // finishIfDone ends a batch whose every request is complete: its shared
-// memory goes back, the stub's references to it end.
+// memory goes back, the stub's references to it end. r.mu is held.
 func (in *instance) finishIfDone(r *run) {
-	if !r.done || r.open > 0 {
+	if !r.done || r.open > 0 || r.ended {
 		return
 	}
 	in.mu.Lock()
@@ -466,6 +483,7 @@ func (in *instance) finishIfDone(r *run) {
 	delete(in.batches, r.id)
 	in.mu.Unlock()
 	if mine {
+		r.ended = true
 		r.p.down.release(r.block)
 		close(r.finished)
 	}
@@ -473,6 +491,12 @@ func (in *instance) finishIfDone(r *run) {
 
 // abandon ends a batch whose stub died.
 func (r *run) abandon(ctx context.Context, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return
+	}
+	r.ended = true
 	if r.decoupled {
 		for i, s := range r.senders {
 			if !r.complete[i] {

@@ -116,7 +116,7 @@ func (in *instance) metricMsg(p *proc, m *stubMsg) {
 	if err != nil {
 		msg = replyMsg{Op: "reply", Call: m.Call, Error: &wireError{Msg: err.Error(), Code: 3}}
 	}
-	_ = p.replies.send(msg)
+	_ = p.async.send(&msg)
 }
 
 // add stores a new handle under a new id, unless the stub holds too many.

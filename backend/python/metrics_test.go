@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto0 "github.com/prometheus/client_model/go"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/tensor"
@@ -87,7 +87,7 @@ func TestCustomMetrics(t *testing.T) {
 	}
 }
 
-func gather(t *testing.T, srv *triton.Server) map[string]*dto {
+func gather(t *testing.T, srv *triton.Server) map[string]*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(srv.ModelMetrics())
@@ -95,11 +95,10 @@ func gather(t *testing.T, srv *triton.Server) map[string]*dto {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*dto{}
+	out := map[string]*dto.MetricFamily{}
 	for _, mf := range mfs {
 		out[mf.GetName()] = mf
 	}
 	return out
 }
 
-type dto = dto0.MetricFamily

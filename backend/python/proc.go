@@ -42,8 +42,10 @@ type proc struct {
 	instance string
 	log      *zap.Logger
 	cmd      *exec.Cmd
-	cmds     *conn // server → stub commands; the stub answers on the same socket
-	replies  *conn // server → stub replies to the stub's calls
+	cmds     *conn          // server → stub commands; the stub answers on the same socket
+	answers  *bufio.Reader  // the stub's answers, read by the one issuing the command
+	cmdMu    sync.Mutex     // one command at a time
+	async    *conn          // the stub's own messages; the server's replies to its calls
 	down, up *region
 	h        handler
 	hasReady bool // the model defines is_ready (set before the process is shared)
@@ -61,6 +63,9 @@ type proc struct {
 	killed string                   // why the server killed it, for cause
 	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
 	nextID uint64
+	seen   uint64     // messages read from the async socket and handled
+	ended  bool       // the async reader has ended
+	cond   *sync.Cond // signalled as seen grows (on mu)
 }
 
 // startProc starts a stub process. The process is not initialised: the
@@ -89,7 +94,7 @@ func startProc(l launch, h handler) (p *proc, err error) {
 		return nil, err
 	}
 	closers = append(closers, cmdServer.Close, cmdStub.Close)
-	replyServer, replyStub, err := socketPair("replies")
+	replyServer, replyStub, err := socketPair("async")
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +128,10 @@ func startProc(l launch, h handler) (p *proc, err error) {
 		return nil, fmt.Errorf("reply socket: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, replies: &conn{c: rc},
-		down: down, up: up, h: h, answer: make(chan *stubMsg, 1), dead: make(chan struct{}), handled: make(chan struct{}),
+	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, answers: bufio.NewReaderSize(cc, 64<<10),
+		async: &conn{c: rc}, down: down, up: up, h: h, dead: make(chan struct{}), handled: make(chan struct{}),
 		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}}
+	p.cond = sync.NewCond(&p.mu)
 	go p.read()
 	return p, nil
 }
@@ -138,10 +144,10 @@ func socketPair(what string) (server, stub *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), what), os.NewFile(uintptr(fds[1]), what), nil
 }
 
-// read reads the stub's messages until its socket closes, then reaps the
-// process and records why it ended.
+// read reads the stub's own messages until its socket closes, then reaps
+// the process and records why it ended.
 func (p *proc) read() {
-	r := bufio.NewReaderSize(p.cmds.c, 64<<10)
+	r := bufio.NewReaderSize(p.async.c, 64<<10)
 	var buf []byte
 	var err error
 	for {
@@ -149,14 +155,7 @@ func (p *proc) read() {
 		if err = readMsg(r, &buf, m); err != nil {
 			break
 		}
-		switch m.Op {
-		case "ok", "error":
-			select {
-			case p.answer <- m:
-			default:
-				err = fmt.Errorf("the stub answered %q with no command in flight", m.Op)
-			}
-		case "ready":
+		if m.Op == "ready" {
 			p.mu.Lock()
 			ch := p.calls[m.Call]
 			delete(p.calls, m.Call)
@@ -164,14 +163,13 @@ func (p *proc) read() {
 			if ch != nil {
 				ch <- m
 			}
-		default:
-			if p.h != nil {
-				p.h.message(p, m)
-			}
+		} else if p.h != nil {
+			p.h.message(p, m)
 		}
-		if err != nil {
-			break
-		}
+		p.mu.Lock()
+		p.seen++
+		p.cond.Broadcast()
+		p.mu.Unlock()
 	}
 	p.stop()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
@@ -183,10 +181,22 @@ func (p *proc) read() {
 		detail = exitText(werr, err)
 	}
 	p.cause = fmt.Errorf("Stub process '%s' is not healthy. (%s)", p.instance, detail)
+	p.ended = true
+	p.cond.Broadcast()
 	p.mu.Unlock()
 	_ = p.cmds.c.Close()
-	_ = p.replies.c.Close()
+	_ = p.async.c.Close()
 	close(p.dead)
+}
+
+// waitSeen waits until the stub's first seq messages have been handled
+// (those it sent before an answer), or the stub has ended.
+func (p *proc) waitSeen(seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.seen < seq && !p.ended {
+		p.cond.Wait()
+	}
 }
 
 // exitText says how a process ended.
@@ -224,7 +234,8 @@ func (p *proc) alive() bool {
 	}
 }
 
-// kill ends the process at once; why says why, in its error.
+// kill ends the process at once; why says why, in its error ("": let
+// its exit status say).
 func (p *proc) kill(why string) {
 	p.mu.Lock()
 	if p.killed == "" {
@@ -237,21 +248,33 @@ func (p *proc) kill(why string) {
 
 // command sends a command and waits for its answer. When ctx ends first,
 // the stub is killed: an abandoned answer would be read as the next one's.
-func (p *proc) command(ctx context.Context, msg any) (*stubMsg, error) {
-	if err := p.cmds.send(msg); err != nil {
-		<-p.dead
-		return nil, p.err()
-	}
-	select {
-	case m := <-p.answer:
-		return m, nil
-	case <-p.dead:
-		return nil, p.err()
-	case <-ctx.Done():
+func (p *proc) command(ctx context.Context, msg message) (*stubMsg, error) {
+	stop := context.AfterFunc(ctx, func() {
 		p.kill("the server stopped waiting for it: " + context.Cause(ctx).Error())
-		<-p.dead
+	})
+	defer stop()
+	m, err := p.exchange(msg)
+	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	return m, err
+}
+
+// exchange sends a command and reads its answer (blocking: the caller
+// arranges for a kill when it must stop waiting).
+func (p *proc) exchange(msg message) (*stubMsg, error) {
+	p.cmdMu.Lock()
+	defer p.cmdMu.Unlock()
+	m := new(stubMsg)
+	var buf []byte
+	if err := p.cmds.send(msg); err == nil {
+		if err = readMsg(p.answers, &buf, m); err == nil {
+			return m, nil
+		}
+	}
+	p.kill("") // a broken exchange: the stub cannot be trusted
+	<-p.dead
+	return nil, p.err()
 }
 
 // call sends a request on the reply socket (is_ready) and waits for the
@@ -268,7 +291,7 @@ func (p *proc) call(ctx context.Context, op string) (*stubMsg, error) {
 		delete(p.calls, id)
 		p.mu.Unlock()
 	}()
-	if err := p.replies.send(replyMsg{Op: op, Call: id}); err != nil {
+	if err := p.async.send(&replyMsg{Op: op, Call: id}); err != nil {
 		return nil, fmt.Errorf("Stub process '%s' is not healthy. (%v)", p.instance, err)
 	}
 	select {
@@ -287,7 +310,7 @@ func (p *proc) call(ctx context.Context, op string) (*stubMsg, error) {
 func (p *proc) shutdown(grace time.Duration) {
 	if p.alive() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		if _, err := p.command(ctx, map[string]string{"op": "finalize"}); err != nil && p.alive() {
+		if _, err := p.command(ctx, opMsg("finalize")); err != nil && p.alive() {
 			p.kill("it did not finalize within " + grace.String())
 		}
 		cancel()

@@ -3,7 +3,6 @@ package python
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,18 +10,23 @@ import (
 )
 
 // The messages between the server and a stub (stub/stub.py is the other
-// side). Each is a 4-byte little-endian length and a JSON object with an
-// "op"; tensor bytes are in shared memory, messages only say where.
+// side). Each is a 4-byte little-endian length and a dict with an "op",
+// in Python's marshal format (marshal.go); tensor bytes are in shared
+// memory, messages only say where.
 //
-// Server → stub, command socket (read by the stub's main thread):
+// Server → stub, command socket (read by the stub's main thread; the
+// answers come back on it, read by the goroutine that sent the command):
 //
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}
 //	execute   {id, flags, requests: [{rid, corr, flags, timeout, params, outputs, inputs}]}
-//	          → done {id, responses: [response|null], fail?}
+//	          → done {id, responses: [response|null], fail?, seq}
 //	finalize  {} → ok, then the stub exits
 //
-// Stub → server, same socket, in order: the replies above and
+// seq counts the events the stub sent before the answer: the server
+// handles them before the answer's batch is complete.
+//
+// Stub → server, event socket (read by the proc's reader goroutine):
 //
 //	send       {batch, req, final, response?}   a response sender's response
 //	bls        {call, model, version, rid, flags, timeout, corr|corr_s, params,
@@ -34,144 +38,506 @@ import (
 //	family_close {id}, metric_close {id}
 //	ready      {call, ready | error}             answer to an is_ready call
 //
-// Server → stub, reply socket (read by a stub thread):
+// Server → stub, event socket (read by a stub thread):
 //
 //	reply {call, error?, outputs?, block?, final?, params?, id?, value?}
 //	ready {call}                                 run the model's is_ready
 //
 // A response is {outputs?: [tensor], error?: {msg, code}, params?}; a tensor
-// is {n: name, t: data type, s: shape, o: offset of its bytes, b: byte count}.
+// is [name, data type, shape, offset of its bytes, byte count]. The tensors of one response (or one BLS request) are in one
+// block of shared memory, the first at its start.
 
-// maxMessage bounds one message (the stub's JSON); tensors are not in it.
+// maxMessage bounds one message; tensors are not in it.
 const maxMessage = 64 << 20
 
+// message is what the server sends.
+type message interface{ encode(e *enc) }
+
 type wireTensor struct {
-	Name  string  `json:"n"`
-	Type  string  `json:"t"`
-	Shape []int64 `json:"s"`
-	Off   int64   `json:"o"`
-	Bytes int64   `json:"b"`
+	Name  string
+	Type  string
+	Shape []int64
+	Off   int64
+	Bytes int64
+}
+
+// encode writes the tensor as a list: name, data type, shape, offset,
+// byte count.
+func (t *wireTensor) encode(e *enc) {
+	e.list(5)
+	e.str(t.Name)
+	e.str(t.Type)
+	e.ints(t.Shape)
+	e.integer(t.Off)
+	e.integer(t.Bytes)
+}
+
+func encodeTensors(e *enc, ts []wireTensor) {
+	e.list(len(ts))
+	for i := range ts {
+		ts[i].encode(e)
+	}
 }
 
 type wireError struct {
-	Msg  string `json:"msg"`
-	Code int    `json:"code"`
+	Msg  string
+	Code int
 }
 
 type wireResponse struct {
-	Outputs []wireTensor   `json:"outputs,omitempty"`
-	Error   *wireError     `json:"error,omitempty"`
-	Params  map[string]any `json:"params,omitempty"`
+	Outputs []wireTensor
+	Error   *wireError
+	Params  map[string]any
+}
+
+// opMsg is a message with nothing but its op.
+type opMsg string
+
+func (m opMsg) encode(e *enc) {
+	e.dict()
+	e.key("op")
+	e.str(string(m))
+	e.end()
 }
 
 type initMsg struct {
-	Op           string            `json:"op"`
-	Args         map[string]string `json:"args"`
-	Path         string            `json:"path"`
-	ModelDir     string            `json:"model_dir"`
-	AutoComplete bool              `json:"auto_complete,omitempty"`
-	ShmGrowth    int64             `json:"shm_growth"`
-	ShmLimit     int64             `json:"shm_limit"`
+	Args         map[string]string
+	Path         string
+	ModelDir     string
+	AutoComplete bool
+	ShmGrowth    int64
+	ShmLimit     int64
+}
+
+func (m *initMsg) encode(e *enc) {
+	e.dict()
+	e.key("op")
+	e.str("init")
+	e.key("args")
+	e.value(m.Args)
+	e.key("path")
+	e.str(m.Path)
+	e.key("model_dir")
+	e.str(m.ModelDir)
+	e.key("auto_complete")
+	e.boolean(m.AutoComplete)
+	e.key("shm_growth")
+	e.integer(m.ShmGrowth)
+	e.key("shm_limit")
+	e.integer(m.ShmLimit)
+	e.end()
 }
 
 type executeMsg struct {
-	Op       string        `json:"op"`
-	ID       uint64        `json:"id"`
-	Flags    int64         `json:"flags"`
-	Requests []wireRequest `json:"requests"`
+	ID       uint64
+	Flags    int64
+	Requests []wireRequest
 }
 
 type wireRequest struct {
-	ID      string         `json:"rid,omitempty"`
-	Corr    any            `json:"corr,omitempty"`
-	Flags   uint32         `json:"flags,omitempty"`
-	Timeout int64          `json:"timeout,omitempty"`
-	Params  map[string]any `json:"params,omitempty"`
-	Outputs []string       `json:"outputs"`
-	Inputs  []wireTensor   `json:"inputs"`
+	ID      string
+	Corr    any // uint64 or string
+	Flags   uint32
+	Timeout int64
+	Params  map[string]any
+	Outputs []string
+	Inputs  []wireTensor
 }
 
-// replyMsg is a message on the reply socket.
+func (m *executeMsg) encode(e *enc) {
+	e.dict()
+	e.key("op")
+	e.str("execute")
+	e.key("id")
+	e.unsigned(m.ID)
+	e.key("flags")
+	e.integer(m.Flags)
+	e.key("requests")
+	e.list(len(m.Requests))
+	for i := range m.Requests {
+		r := &m.Requests[i]
+		e.dict()
+		if r.ID != "" {
+			e.key("rid")
+			e.str(r.ID)
+		}
+		if r.Corr != nil {
+			e.key("corr")
+			e.value(r.Corr)
+		}
+		if r.Flags != 0 {
+			e.key("flags")
+			e.integer(int64(r.Flags))
+		}
+		if r.Timeout != 0 {
+			e.key("timeout")
+			e.integer(r.Timeout)
+		}
+		if len(r.Params) > 0 {
+			e.key("params")
+			e.value(r.Params)
+		}
+		e.key("outputs")
+		e.strs(r.Outputs)
+		e.key("inputs")
+		encodeTensors(e, r.Inputs)
+		e.end()
+	}
+	e.end()
+}
+
+// replyMsg is a message on the event socket.
 type replyMsg struct {
-	Op      string         `json:"op"`
-	Call    uint64         `json:"call"`
-	Error   *wireError     `json:"error,omitempty"`
-	Outputs []wireTensor   `json:"outputs,omitempty"`
-	Block   *int64         `json:"block,omitempty"`
-	Final   bool           `json:"final,omitempty"`
-	Params  map[string]any `json:"params,omitempty"`
-	ID      uint64         `json:"id,omitempty"`
-	Value   *float64       `json:"value,omitempty"`
+	Op      string
+	Call    uint64
+	Error   *wireError
+	Outputs []wireTensor
+	Block   *int64
+	Final   bool
+	ID      uint64
+	Value   *float64
+}
+
+func (m *replyMsg) encode(e *enc) {
+	e.dict()
+	e.key("op")
+	e.str(m.Op)
+	e.key("call")
+	e.unsigned(m.Call)
+	if m.Error != nil {
+		e.key("error")
+		e.dict()
+		e.key("msg")
+		e.str(m.Error.Msg)
+		e.key("code")
+		e.integer(int64(m.Error.Code))
+		e.end()
+	}
+	if m.Outputs != nil {
+		e.key("outputs")
+		encodeTensors(e, m.Outputs)
+	}
+	if m.Block != nil {
+		e.key("block")
+		e.integer(*m.Block)
+	}
+	if m.Final {
+		e.key("final")
+		e.boolean(true)
+	}
+	if m.ID != 0 {
+		e.key("id")
+		e.unsigned(m.ID)
+	}
+	if m.Value != nil {
+		e.key("value")
+		e.float(*m.Value)
+	}
+	e.end()
 }
 
 // stubMsg is any message from a stub (the union of their fields).
 type stubMsg struct {
-	Op string `json:"op"`
+	Op string
 
-	Msg     string `json:"msg"`      // error
-	Config  string `json:"config"`   // ok (auto-complete)
-	IsReady bool   `json:"is_ready"` // ok (init)
+	Msg     string // error
+	Config  string // ok (auto-complete)
+	IsReady bool   // ok (init)
 
-	ID        uint64          `json:"id"` // done; metric ids
-	Responses []*wireResponse `json:"responses"`
-	Fail      *string         `json:"fail"`
+	ID        uint64 // done; metric ids
+	Responses []*wireResponse
+	Fail      *string
+	Seq       uint64
 
-	Batch    *uint64       `json:"batch"` // send, bls
-	Req      int           `json:"req"`
-	Final    bool          `json:"final"`
-	Response *wireResponse `json:"response"`
+	Batch    *uint64 // send, bls
+	Req      int
+	Final    bool
+	Response *wireResponse
 
-	Call      uint64         `json:"call"` // bls, calls
-	Model     string         `json:"model"`
-	Version   int64          `json:"version"`
-	RID       string         `json:"rid"`
-	Flags     uint32         `json:"flags"`
-	Timeout   int64          `json:"timeout"`
-	Corr      uint64         `json:"corr"`
-	CorrS     string         `json:"corr_s"`
-	Params    map[string]any `json:"params"`
-	Outputs   []string       `json:"outputs"`
-	Decoupled bool           `json:"decoupled"`
-	Inputs    []wireTensor   `json:"inputs"`
+	Call      uint64 // bls, calls
+	Model     string
+	Version   int64
+	RID       string
+	Flags     uint32
+	Timeout   int64
+	Corr      uint64
+	CorrS     string
+	Params    map[string]any
+	Outputs   []string
+	Decoupled bool
+	Inputs    []wireTensor
 
-	Level int    `json:"level"` // log
-	File  string `json:"file"`
-	Line  int    `json:"line"`
+	Level int // log
+	File  string
+	Line  int
 
-	Name    string            `json:"name"` // metrics
-	Help    string            `json:"help"`
-	Kind    int               `json:"kind"`
-	Family  uint64            `json:"family"`
-	Labels  map[string]string `json:"labels"`
-	Buckets []float64         `json:"buckets"`
-	What    string            `json:"what"`
-	Value   float64           `json:"value"`
+	Name    string // metrics
+	Help    string
+	Kind    int
+	Family  uint64
+	Labels  map[string]string
+	Buckets []float64
+	What    string
+	Value   float64
 
-	Ready *bool      `json:"ready"` // ready
-	Error *wireError `json:"error"`
+	Ready *bool // ready
+	Error *wireError
+}
+
+// decode reads a stub's message.
+func (m *stubMsg) decode(d *dec) error {
+	if c, err := d.next(); err != nil {
+		return err
+	} else if c != mDict {
+		return fmt.Errorf("a message is a dict, not marshal type %q", c)
+	}
+	return d.each(func(k string) error {
+		var err error
+		var n int64
+		switch k {
+		case "op":
+			m.Op, err = d.str()
+		case "msg":
+			m.Msg, err = d.str()
+		case "config":
+			m.Config, err = d.str()
+		case "is_ready":
+			m.IsReady, err = d.boolean()
+		case "id":
+			n, err = d.integer()
+			m.ID = uint64(n)
+		case "responses":
+			err = d.items(func(int) error {
+				if d.peek() == mNone {
+					d.off++
+					m.Responses = append(m.Responses, nil)
+					return nil
+				}
+				r := new(wireResponse)
+				m.Responses = append(m.Responses, r)
+				return r.decode(d)
+			})
+		case "seq":
+			n, err = d.integer()
+			m.Seq = uint64(n)
+		case "fail":
+			var s string
+			s, err = d.str()
+			m.Fail = &s
+		case "batch":
+			n, err = d.integer()
+			b := uint64(n)
+			m.Batch = &b
+		case "req":
+			n, err = d.integer()
+			m.Req = int(n)
+		case "final":
+			m.Final, err = d.boolean()
+		case "response":
+			m.Response = new(wireResponse)
+			err = m.Response.decode(d)
+		case "call":
+			n, err = d.integer()
+			m.Call = uint64(n)
+		case "model":
+			m.Model, err = d.str()
+		case "version":
+			m.Version, err = d.integer()
+		case "rid":
+			m.RID, err = d.str()
+		case "flags":
+			n, err = d.integer()
+			m.Flags = uint32(n)
+		case "timeout":
+			m.Timeout, err = d.integer()
+		case "corr":
+			n, err = d.integer()
+			m.Corr = uint64(n)
+		case "corr_s":
+			m.CorrS, err = d.str()
+		case "params":
+			m.Params, err = d.params()
+		case "outputs":
+			err = d.items(func(int) error {
+				s, err := d.str()
+				m.Outputs = append(m.Outputs, s)
+				return err
+			})
+		case "decoupled":
+			m.Decoupled, err = d.boolean()
+		case "inputs":
+			m.Inputs, err = d.tensors()
+		case "level":
+			n, err = d.integer()
+			m.Level = int(n)
+		case "file":
+			m.File, err = d.str()
+		case "line":
+			n, err = d.integer()
+			m.Line = int(n)
+		case "name":
+			m.Name, err = d.str()
+		case "help":
+			m.Help, err = d.str()
+		case "kind":
+			n, err = d.integer()
+			m.Kind = int(n)
+		case "family":
+			n, err = d.integer()
+			m.Family = uint64(n)
+		case "labels":
+			m.Labels = map[string]string{}
+			if d.peek() == mNone {
+				d.off++
+				break
+			}
+			if _, err = d.next(); err == nil {
+				err = d.each(func(k string) error {
+					v, err := d.str()
+					m.Labels[k] = v
+					return err
+				})
+			}
+		case "buckets":
+			m.Buckets = []float64{}
+			if d.peek() == mNone {
+				d.off++
+				m.Buckets = nil
+				break
+			}
+			err = d.items(func(int) error {
+				f, err := d.number()
+				m.Buckets = append(m.Buckets, f)
+				return err
+			})
+		case "what":
+			m.What, err = d.str()
+		case "value":
+			m.Value, err = d.number()
+		case "ready":
+			var b bool
+			b, err = d.boolean()
+			m.Ready = &b
+		case "error":
+			m.Error, err = d.wireError()
+		default:
+			_, err = d.value()
+		}
+		return err
+	})
+}
+
+func (r *wireResponse) decode(d *dec) error {
+	if c, err := d.next(); err != nil {
+		return err
+	} else if c != mDict {
+		return fmt.Errorf("a response is a dict, not marshal type %q", c)
+	}
+	return d.each(func(k string) error {
+		var err error
+		switch k {
+		case "outputs":
+			r.Outputs, err = d.tensors()
+		case "error":
+			r.Error, err = d.wireError()
+		case "params":
+			r.Params, err = d.params()
+		default:
+			_, err = d.value()
+		}
+		return err
+	})
+}
+
+func (d *dec) wireError() (*wireError, error) {
+	e := new(wireError)
+	if c, err := d.next(); err != nil {
+		return nil, err
+	} else if c != mDict {
+		return nil, fmt.Errorf("an error is a dict, not marshal type %q", c)
+	}
+	return e, d.each(func(k string) error {
+		var err error
+		switch k {
+		case "msg":
+			e.Msg, err = d.str()
+		case "code":
+			var n int64
+			n, err = d.integer()
+			e.Code = int(n)
+		default:
+			_, err = d.value()
+		}
+		return err
+	})
+}
+
+func (d *dec) params() (map[string]any, error) {
+	v, err := d.value()
+	if err != nil || v == nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("parameters are a dict, not %T", v)
+	}
+	return m, nil
+}
+
+func (d *dec) tensors() ([]wireTensor, error) {
+	var ts []wireTensor
+	err := d.items(func(int) error {
+		var t wireTensor
+		err := d.items(func(i int) error {
+			var err error
+			switch i {
+			case 0:
+				t.Name, err = d.str()
+			case 1:
+				t.Type, err = d.str()
+			case 2:
+				err = d.items(func(int) error {
+					n, err := d.integer()
+					t.Shape = append(t.Shape, n)
+					return err
+				})
+			case 3:
+				t.Off, err = d.integer()
+			case 4:
+				t.Bytes, err = d.integer()
+			default:
+				_, err = d.value()
+			}
+			return err
+		})
+		ts = append(ts, t)
+		return err
+	})
+	return ts, err
 }
 
 // conn writes messages to a socket from any goroutine, one at a time.
 type conn struct {
 	c  net.Conn
 	mu sync.Mutex
-	// mu protects buf.
-	buf []byte
+	// mu protects e.
+	e enc
 }
 
-// send writes v as one message.
-func (c *conn) send(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encoding a message for the stub: %w", err)
-	}
+// send writes m as one message.
+func (c *conn) send(m message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.buf = binary.LittleEndian.AppendUint32(c.buf[:0], uint32(len(data)))
-	c.buf = append(c.buf, data...)
-	_, err = c.c.Write(c.buf)
-	if cap(c.buf) > 1<<20 {
-		c.buf = nil
+	c.e.b = append(c.e.b[:0], 0, 0, 0, 0)
+	m.encode(&c.e)
+	n := len(c.e.b) - 4
+	if n > maxMessage {
+		return fmt.Errorf("a message of %d bytes for the stub (at most %d)", n, maxMessage)
+	}
+	binary.LittleEndian.PutUint32(c.e.b, uint32(n))
+	_, err := c.c.Write(c.e.b)
+	if cap(c.e.b) > 1<<20 {
+		c.e.b = nil
 	}
 	return err
 }
@@ -194,7 +560,7 @@ func readMsg(r *bufio.Reader, buf *[]byte, m *stubMsg) error {
 		return err
 	}
 	*m = stubMsg{}
-	if err := json.Unmarshal(b, m); err != nil {
+	if err := m.decode(&dec{b: b}); err != nil {
 		return fmt.Errorf("the stub sent a message that is not valid: %w", err)
 	}
 	return nil

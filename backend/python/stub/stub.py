@@ -1,17 +1,20 @@
 # The stub process of triton-go's Python backend: one per model instance.
 #
 # The server (backend/python) starts it with four inherited descriptors:
-#   3  the command socket: the server's commands arrive here and are read by
-#      the main thread; everything the stub says goes back on it (one ordered
-#      stream, written under a lock by any thread)
-#   4  the reply socket: the server's replies to the stub's own calls (BLS,
-#      metrics, is_ready), read by a daemon thread
+#   3  the command socket: the server's commands (init, execute, finalize)
+#      arrive here, read by the main thread, which answers on it
+#   4  the event socket: what the stub says on its own (responses of response
+#      senders, BLS requests, log lines, metrics; any thread, under a lock),
+#      and the server's replies to its calls, read by a daemon thread. An
+#      answer on the command socket counts the events sent before it, so the
+#      server handles those first.
 #   5  the "down" shared-memory file: tensors the server writes (inputs,
 #      BLS outputs); the stub only reads it and marks blocks released
 #   6  the "up" shared-memory file: tensors the stub writes (outputs, BLS
 #      inputs); the stub allocates in it, the server marks blocks released
-# Messages are a 4-byte little-endian length and a JSON object; tensor
-# bytes never cross a socket (see wire.go for the message catalogue).
+# Messages are a 4-byte little-endian length and a dict in marshal format
+# (version 2); tensor bytes never cross a socket (see wire.go for the
+# message catalogue).
 #
 # The stub exits when the command socket closes (the server went away), when
 # its parent process changes, or on the server's "finalize" command.
@@ -20,6 +23,7 @@ import asyncio
 import contextvars
 import importlib.util
 import json
+import marshal
 import mmap
 import os
 import socket
@@ -28,39 +32,53 @@ import sys
 import threading
 import traceback
 
-FD_CMD, FD_REPLY, FD_DOWN, FD_UP = 3, 4, 5, 6
+FD_CMD, FD_EVENTS, FD_DOWN, FD_UP = 3, 4, 5, 6
 _HEADER = 64  # bytes before every shared-memory block: the state word, padding
 _LEN = struct.Struct("<I")
 _STATE = struct.Struct("<I")
 
 
 class _Channel:
-    """One socket: length-prefixed JSON messages."""
+    """One socket: length-prefixed marshal messages."""
 
     def __init__(self, fd):
         self.sock = socket.socket(fileno=fd)
         self.wlock = threading.Lock()
-        self._hdr = bytearray(4)
+        self.buf = bytearray(1 << 16)
+        self.view = memoryview(self.buf)
+        self.start = self.end = 0  # unread bytes: buf[start:end]
+        self.sent = 0  # messages sent (answers say how many came before them)
 
     def send(self, msg):
-        data = json.dumps(msg, separators=(",", ":")).encode()
+        data = marshal.dumps(msg, 2)  # version 2: no references (the server's reader)
         with self.wlock:
             self.sock.sendall(_LEN.pack(len(data)) + data)
+            self.sent += 1
 
-    def _read(self, n):
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = self.sock.recv_into(view[got:], n - got)
+    def _fill(self, need):
+        """Reads until buf[start:] holds need bytes (one recv, usually)."""
+        if self.start + need > len(self.buf):  # move the rest to the front, grow if need be
+            rest = self.buf[self.start:self.end]
+            if need > len(self.buf):
+                self.buf = bytearray(need)
+                self.view = memoryview(self.buf)
+            self.buf[:len(rest)] = rest
+            self.start, self.end = 0, len(rest)
+        while self.end - self.start < need:
+            k = self.sock.recv_into(self.view[self.end:])
             if k == 0:
                 raise EOFError("the server closed the connection")
-            got += k
-        return buf
+            self.end += k
 
     def recv(self):
-        (n,) = _LEN.unpack(self._read(4))
-        return json.loads(self._read(n))
+        self._fill(4)
+        (n,) = _LEN.unpack_from(self.buf, self.start)
+        self._fill(4 + n)
+        msg = marshal.loads(self.view[self.start + 4:self.start + 4 + n])
+        self.start += 4 + n
+        if self.start == self.end:
+            self.start = self.end = 0
+        return msg
 
 
 class _Region:
@@ -69,20 +87,23 @@ class _Region:
 
     def __init__(self, fd):
         self.fd = fd
-        self.mm = None
+        self.mm = self.mv = None
+        self.size = 0
         self._remap()
 
     def _remap(self):
         size = os.fstat(self.fd).st_size
         if size:
             self.mm = mmap.mmap(self.fd, size)
+            self.mv = memoryview(self.mm)
+            self.size = size
 
     def view(self, off, n):
-        if self.mm is None or off + n > len(self.mm):
+        if off + n > self.size:
             self._remap()
-            if self.mm is None or off + n > len(self.mm):
+            if off + n > self.size:
                 raise RuntimeError("shared memory block %d+%d lies outside the region" % (off, n))
-        return memoryview(self.mm)[off:off + n]
+        return self.mv[off:off + n]
 
     def release(self, off):
         """Gives the block whose data starts at off back to its writer."""
@@ -103,33 +124,33 @@ class _UpRegion(_Region):
     def alloc(self, n):
         need = _HEADER + ((n + 63) & ~63)
         with self.lock:
-            mm = self.mm
-            self.live = [b for b in self.live if mm[b[0]] or mm[b[0] + 1] or mm[b[0] + 2] or mm[b[0] + 3]]
-            off = 0
-            for start, size in self.live:
+            mm, live = self.mm, self.live
+            if live:  # drop the blocks the server released (state word 0)
+                live = self.live = [b for b in live if mm[b[0]]]
+            off, at = 0, len(live)
+            for i, (start, size) in enumerate(live):
                 if start - off >= need:
+                    at = i
                     break
                 off = start + size
-            size = len(mm) if mm is not None else 0
-            if off + need > size:
-                want = max(off + need, size + self.growth, 2 * size)
-                want = (want + self.growth - 1) // self.growth * self.growth
+            if off + need > self.size:
                 if off + need > self.limit:
                     raise MemoryError(
                         "a block of %d bytes does not fit in the stub's shared memory (limit %d bytes, %d in use)"
-                        % (n, self.limit, sum(b[1] for b in self.live)))
+                        % (n, self.limit, sum(b[1] for b in live)))
+                want = max(off + need, self.size + self.growth, 2 * self.size)
+                want = (want + self.growth - 1) // self.growth * self.growth
                 os.ftruncate(self.fd, min(want, self.limit))
                 self._remap()
                 mm = self.mm
-            _STATE.pack_into(mm, off, 1)
-            self.live.append([off, need])
-            self.live.sort()
-            return off + _HEADER, memoryview(mm)[off + _HEADER:off + _HEADER + n]
+            mm[off] = 1  # the state word: in use
+            live.insert(at, (off, need))
+            return off + _HEADER, self.mv[off + _HEADER:off + _HEADER + n]
 
 
 # Set by main (importing this file has no side effects: benchmarks and
 # tests import it to run a model's execute directly).
-cmd = replies = down = None
+cmd = events = down = None
 up = None  # _UpRegion, made by the "init" command (it carries the limits)
 
 # ---------------------------------------------------------------------------
@@ -211,11 +232,11 @@ class Tensor:
             array = np.ascontiguousarray(array)
         self._array, self._shape = array, list(array.shape)
 
-    @classmethod
-    def _wire(cls, name, dtype, shape, data):
+    @staticmethod
+    def _from_wire(name, dtype, shape, data):
         """A tensor over bytes the server wrote (a view where the layout allows)."""
-        t = cls.__new__(cls)
-        t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, list(shape), data, None
+        t = _new_tensor(Tensor)
+        t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, shape, data, None
         return t
 
     def name(self):
@@ -281,6 +302,10 @@ class Tensor:
 
     def __repr__(self):
         return "Tensor(%r, %s, %s)" % (self._name, self._dtype, self._shape)
+
+
+_new_tensor = object.__new__
+_EMPTY = memoryview(b"")
 
 
 class _Capsule:
@@ -379,25 +404,31 @@ def _wire_response(resp, wanted):
         else:
             out["error"] = {"msg": str(err), "code": TritonError.INTERNAL}
         return out
-    tensors = [t for t in resp._tensors if wanted is None or t._name in wanted]
+    tensors = resp._tensors
+    if wanted is not None:
+        for t in tensors:
+            if t._name not in wanted:
+                tensors = [t for t in tensors if t._name in wanted]
+                break
     if tensors:
         out["outputs"] = _write_tensors(tensors)
     return out
 
 
 def _write_tensors(tensors):
-    parts = [t._bytes() for t in tensors]
-    sizes = [(len(p) if isinstance(p, bytes) else p.nbytes) for p in parts]
-    offs, total = [], 0
-    for s in sizes:
-        offs.append(total)
-        total += (s + 63) & ~63
+    """Writes tensors into one block of the stub's region; their wire form."""
+    parts, total = [], 0
+    for t in tensors:
+        p = t._bytes()
+        n = p.nbytes if type(p) is memoryview else len(p)
+        parts.append((t, p, n, total))
+        total += (n + 63) & ~63
     base, block = up.alloc(total)
     wire = []
-    for t, p, s, o in zip(tensors, parts, sizes, offs):
-        if s:
-            block[o:o + s] = p
-        wire.append({"n": t._name, "t": t._dtype, "s": t._shape, "o": base + o, "b": s})
+    for t, p, n, o in parts:
+        if n:
+            block[o:o + n] = p
+        wire.append((t._name, t._dtype, t._shape, base + o, n))
     return wire
 
 
@@ -405,12 +436,11 @@ def _read_tensors(wire, copy):
     """Tensors the server wrote: views of shared memory, or copies when the
     block is released at once (BLS outputs)."""
     out = []
-    for w in wire:
-        n = w["b"]
-        data = down.view(w["o"], n) if n else memoryview(b"")
+    for name, dtype, shape, off, n in wire:
+        data = down.view(off, n) if n else memoryview(b"")
         if copy:
             data = memoryview(bytes(data))
-        out.append(Tensor._wire(w["n"], w["t"], w["s"], data))
+        out.append(Tensor._from_wire(name, dtype, shape, data))
     return out
 
 
@@ -421,7 +451,20 @@ class _Batch:
     def __init__(self, msg):
         self.id = msg["id"]
         self.flags_off = msg["flags"]
-        self.requests = [InferenceRequest._incoming(self, i, r) for i, r in enumerate(msg["requests"])]
+        new, wire, view, model = InferenceRequest.__new__, Tensor._from_wire, down.view, _state["model"]
+        reqs = self.requests = []
+        for i, r in enumerate(msg["requests"]):
+            q = new(InferenceRequest)
+            q._batch, q._index, q._sender, q._model, q._version = self, i, None, model, -1
+            q._id = r.get("rid", "")
+            q._corr = r.get("corr", 0)
+            q._flags = r.get("flags", 0)
+            q._timeout = r.get("timeout", 0)
+            q._parameters = r.get("params") or {}
+            q._wanted = q._outputs = r["outputs"]
+            q._inputs = [wire(name, dtype, shape, view(off, n) if n else _EMPTY) for name, dtype, shape, off, n in r["inputs"]]
+            q._trace = None
+            reqs.append(q)
 
     def cancelled(self, i):
         return down.view(self.flags_off + 4 * i, 1)[0] != 0
@@ -456,7 +499,7 @@ class InferenceResponseSender:
                 self._sent += 1
             if flags:
                 self._closed = True
-            cmd.send(msg)
+            events.send(msg)
 
     def is_cancelled(self):
         return self._batch.cancelled(self._index)
@@ -506,22 +549,6 @@ class InferenceRequest:
         self._trace = trace or InferenceTrace()
         self._batch, self._index, self._sender, self._wanted = None, 0, None, None
 
-    @classmethod
-    def _incoming(cls, batch, index, r):
-        q = cls.__new__(cls)
-        q._batch, q._index, q._sender = batch, index, None
-        q._id = r.get("rid", "")
-        q._corr = r.get("corr", 0)
-        q._flags = r.get("flags", 0)
-        q._timeout = r.get("timeout", 0)
-        q._parameters = r.get("params") or {}
-        q._outputs = r["outputs"]
-        q._wanted = frozenset(q._outputs)
-        q._inputs = _read_tensors(r["inputs"], False)
-        q._trace = InferenceTrace(r.get("trace"))
-        q._model, q._version = _state["model"], -1
-        return q
-
     def inputs(self):
         return self._inputs
 
@@ -547,6 +574,8 @@ class InferenceRequest:
         return list(self._outputs)
 
     def trace(self):
+        if self._trace is None:
+            self._trace = InferenceTrace()
         return self._trace
 
     def get_response_sender(self):
@@ -582,7 +611,7 @@ class InferenceRequest:
         except Exception:
             _calls.close(call.id)
             raise
-        cmd.send(msg)
+        events.send(msg)
         return call
 
     def exec(self, decoupled=False):
@@ -683,7 +712,7 @@ class ResponseIterator:
         return _bls_response(reply)
 
     def cancel(self):
-        cmd.send({"op": "bls_cancel", "call": self._call.id})
+        events.send({"op": "bls_cancel", "call": self._call.id})
 
 
 def _request(op, **fields):
@@ -691,7 +720,7 @@ def _request(op, **fields):
     call = _calls.open()
     fields.update(op=op, call=call.id)
     try:
-        cmd.send(fields)
+        events.send(fields)
         reply = call.get()
     finally:
         _calls.close(call.id)
@@ -710,7 +739,7 @@ class Logger:
         f = sys._getframe(1)
         if f.f_code.co_filename == __file__:
             f = f.f_back or f
-        cmd.send({"op": "log", "level": int(level), "msg": str(message),
+        events.send({"op": "log", "level": int(level), "msg": str(message),
                   "file": os.path.basename(f.f_code.co_filename), "line": f.f_lineno})
 
     @staticmethod
@@ -751,7 +780,7 @@ class MetricFamily:
         if getattr(self, "_alive", False):
             self._alive = False
             try:
-                cmd.send({"op": "family_close", "id": self._id})
+                events.send({"op": "family_close", "id": self._id})
             except Exception:
                 pass
 
@@ -790,7 +819,7 @@ class _Metric:
                 "%s%s can only be incremented monotonically by non-negative values." % (prefix, kinds[k]))
         if what == "value":
             return _request("metric_value", id=self._id)["value"]
-        cmd.send({"op": "metric_op", "id": self._id, "what": what, "value": float(value)})
+        events.send({"op": "metric_op", "id": self._id, "what": what, "value": float(value)})
 
     def increment(self, value):
         self._op("increment", "Failed to increment metric value: ", value)
@@ -808,7 +837,7 @@ class _Metric:
         if getattr(self, "_alive", False):
             self._alive = False
             try:
-                cmd.send({"op": "metric_close", "id": self._id})
+                events.send({"op": "metric_close", "id": self._id})
             except Exception:
                 pass
 
@@ -906,9 +935,10 @@ def _init(msg):
                 "auto_complete_config function in model '%s' must return a valid pb.ModelConfig object." % args["model_name"])
         return {"op": "ok", "config": json.dumps(cfg.as_dict())}
     _decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
-    _model = cls()
-    if hasattr(_model, "initialize"):
-        _model.initialize(args)
+    model = cls()
+    if hasattr(model, "initialize"):
+        model.initialize(args)
+    _model = model  # finalize only after a successful initialize
     if not hasattr(_model, "execute"):
         _state["no_execute"] = True
     return {"op": "ok", "is_ready": hasattr(_model, "is_ready")}
@@ -945,12 +975,13 @@ def _background(coro):
 
 
 def _execute(msg):
-    batch = _Batch(msg)
-    requests = batch.requests
-    reply = {"op": "done", "id": batch.id}
-    token = _batch.set(batch)
+    reply = {"op": "done", "id": msg["id"]}
+    token = None
     _state["in_execute"] = True
     try:
+        batch = _Batch(msg)
+        requests = batch.requests
+        token = _batch.set(batch)
         if _state.get("no_execute"):
             raise TritonModelException("Python model %s does not implement `execute` method." % _state["model"])
         result = _model.execute(requests)
@@ -965,7 +996,9 @@ def _execute(msg):
         reply["fail"] = _error_text(e)
     finally:
         _state["in_execute"] = False
-        _batch.reset(token)
+        if token is not None:
+            _batch.reset(token)
+    reply["seq"] = events.sent  # the server handles those first
     return reply
 
 
@@ -984,13 +1017,8 @@ def _responses(batch, result):
         raise TritonModelException(
             "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
             "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d\n" % (len(requests), len(result)))
-    out = []
-    for req, resp in zip(requests, result):
-        if resp is None:
-            out.append(None)  # answered through its response sender
-            continue
-        out.append(_wire_response(resp, req._wanted))
-    return out
+    # None: answered through its response sender
+    return [None if resp is None else _wire_response(resp, req._wanted) for req, resp in zip(requests, result)]
 
 
 def _ready():
@@ -1007,14 +1035,14 @@ def _reply_loop():
     """Reads the server's replies to the stub's calls."""
     try:
         while True:
-            msg = replies.recv()
+            msg = events.recv()
             op = msg["op"]
             if op == "reply":
                 _calls.deliver(msg["call"], msg)
             elif op == "ready":
                 r = _ready()
                 r.update(op="ready", call=msg["call"])
-                cmd.send(r)
+                events.send(r)
     except (EOFError, OSError):
         _calls.fail_all("the server closed the connection")
 
@@ -1028,9 +1056,9 @@ def _watch_parent(parent):
 
 
 def main():
-    global cmd, replies, down
+    global cmd, events, down
     import signal
-    cmd, replies, down = _Channel(FD_CMD), _Channel(FD_REPLY), _Region(FD_DOWN)
+    cmd, events, down = _Channel(FD_CMD), _Channel(FD_EVENTS), _Region(FD_DOWN)
     # The server stops stubs with its own commands (or SIGKILL); a terminal's
     # Ctrl-C is for the server alone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
