@@ -426,9 +426,12 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 			if i >= len(r.reqs) || resp == nil || r.complete[i] {
 				continue
 			}
-			in.apply(p, r.reqs[i], resp)
+			in.apply(p, r.reqs[i], resp, m.Block == nil)
 			r.completed(i)
 		}
+	}
+	if m.Block != nil {
+		p.up.release(*m.Block)
 	}
 	r.done = true
 	in.finishIfDone(r)
@@ -457,7 +460,7 @@ func (in *instance) send(p *proc, m *stubMsg) {
 			in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[m.Req].ID), zap.Error(err))
 		}
 	} else if m.Response != nil {
-		in.apply(p, r.reqs[m.Req], m.Response)
+		in.apply(p, r.reqs[m.Req], m.Response, true)
 	}
 	if m.Final {
 		r.completed(m.Req)
@@ -507,9 +510,17 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	close(r.finished)
 }
 
-// apply sets a default model's response on its request.
-func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse) {
-	outs, err := in.read(p, resp)
+// apply sets a default model's response on its request; release gives
+// the response's own block back.
+func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse, release bool) {
+	if e := resp.Error; e != nil {
+		req.Fail(&pyError{msg: e.Msg, code: e.Code})
+		return
+	}
+	if release && len(resp.Outputs) > 0 {
+		defer p.up.release(resp.Outputs[0].Off)
+	}
+	outs, err := readTensors(p, resp.Outputs, in.m.spec.Name)
 	if err != nil {
 		req.Fail(err)
 		return

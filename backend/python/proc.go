@@ -112,13 +112,11 @@ func startProc(l launch, h handler) (p *proc, err error) {
 	}
 	_ = cmdStub.Close()
 	_ = replyStub.Close()
-	cc, err := net.FileConn(cmdServer)
-	_ = cmdServer.Close()
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("command socket: %w", err)
-	}
+	// The command socket stays a blocking file: the goroutine that sent a
+	// command waits for the answer in read(2) itself, one system call,
+	// where the netpoller would cost three or four (system calls are what
+	// dominate a round trip on a virtual machine).
+	cc := cmdServer
 	rc, err := net.FileConn(replyServer)
 	_ = replyServer.Close()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 )
 
@@ -20,11 +19,12 @@ import (
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}
 //	execute   {id, flags, requests: [{rid, corr, flags, timeout, params, outputs, inputs}]}
-//	          → done {id, responses: [response|null], fail?, seq}
+//	          → done {id, responses: [response|null], fail?, seq, block?}
 //	finalize  {} → ok, then the stub exits
 //
 // seq counts the events the stub sent before the answer: the server
-// handles them before the answer's batch is complete.
+// handles them before the answer's batch is complete. block is the one
+// block holding the outputs of all of done's responses.
 //
 // Stub → server, event socket (read by the proc's reader goroutine):
 //
@@ -248,6 +248,7 @@ type stubMsg struct {
 	Responses []*wireResponse
 	Fail      *string
 	Seq       uint64
+	Block     *int64 // done: the one block of every response's outputs
 
 	Batch    *uint64 // send, bls
 	Req      int
@@ -317,6 +318,10 @@ func (m *stubMsg) decode(d *dec) error {
 				m.Responses = append(m.Responses, r)
 				return r.decode(d)
 			})
+		case "block":
+			var b int64
+			b, err = d.integer()
+			m.Block = &b
 		case "seq":
 			n, err = d.integer()
 			m.Seq = uint64(n)
@@ -518,7 +523,7 @@ func (d *dec) tensors() ([]wireTensor, error) {
 
 // conn writes messages to a socket from any goroutine, one at a time.
 type conn struct {
-	c  net.Conn
+	c  io.ReadWriteCloser
 	mu sync.Mutex
 	// mu protects e.
 	e enc

@@ -21,6 +21,7 @@
 
 import asyncio
 import contextvars
+import gc
 import importlib.util
 import json
 import marshal
@@ -388,9 +389,10 @@ class InferenceResponse:
         return json.dumps(self._parameters)
 
 
-def _wire_response(resp, wanted):
-    """A response as the server reads it: the outputs it wants, in one
-    shared-memory block."""
+def _wire_response(resp, wanted, pending=None):
+    """A response as the server reads it: the outputs it wants, written
+    into one shared-memory block; or, with pending, listed there to be
+    written with other responses' (into one block for a whole batch)."""
     if not isinstance(resp, InferenceResponse):
         raise TritonModelException(
             "Expected an 'InferenceResponse' object in the execute function return list, found type '%s'." % type(resp))
@@ -411,7 +413,10 @@ def _wire_response(resp, wanted):
                 tensors = [t for t in tensors if t._name in wanted]
                 break
     if tensors:
-        out["outputs"] = _write_tensors(tensors)
+        if pending is None:
+            out["outputs"] = _write_tensors(tensors)
+        else:
+            pending.append((out, tensors))
     return out
 
 
@@ -941,6 +946,9 @@ def _init(msg):
     _model = model  # finalize only after a successful initialize
     if not hasattr(_model, "execute"):
         _state["no_execute"] = True
+    # The model and its libraries live as long as the stub: the collector
+    # need not walk them at each collection of a request's garbage.
+    gc.freeze()
     return {"op": "ok", "is_ready": hasattr(_model, "is_ready")}
 
 
@@ -991,7 +999,10 @@ def _execute(msg):
                 result = None
             else:
                 result = _await(result)
+        batch.block = None
         reply["responses"] = _responses(batch, result)
+        if batch.block is not None:
+            reply["block"] = batch.block
     except Exception as e:
         reply["fail"] = _error_text(e)
     finally:
@@ -1018,7 +1029,16 @@ def _responses(batch, result):
             "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
             "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d\n" % (len(requests), len(result)))
     # None: answered through its response sender
-    return [None if resp is None else _wire_response(resp, req._wanted) for req, resp in zip(requests, result)]
+    pending = []
+    out = [None if resp is None else _wire_response(resp, req._wanted, pending) for req, resp in zip(requests, result)]
+    if pending:  # every response's outputs in one block
+        wire = _write_tensors([t for _, ts in pending for t in ts])
+        at = 0
+        for o, ts in pending:
+            o["outputs"] = wire[at:at + len(ts)]
+            at += len(ts)
+        batch.block = wire[0][3]
+    return out
 
 
 def _ready():
