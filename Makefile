@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckFraming$$' -fuzztime 30000x ./cgo/ortrun
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 30000x ./httpapi
 	$(GO) test -run '^$$' -fuzz '^FuzzModelInfer$$' -fuzztime 30000x ./grpcapi
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30000x ./backend/python
 
 # Benchmarks behind docs/performance.md.
 bench: deps

@@ -236,6 +236,11 @@ func TestExecutionEnv(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot import numpy") || !strings.Contains(err.Error(), "python3-numpy") {
 		t.Errorf("error %v, want a clear numpy error", err)
 	}
+	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }`
+	err = newRepo(t).model("echo", config, echoModel).load()
+	if err == nil || !strings.Contains(err.Error(), "is a packed environment; this server runs unpacked ones: unpack it") {
+		t.Errorf("error %v", err)
+	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }`
 	err = newRepo(t).model("echo", config, echoModel).load()
 	if err == nil || !strings.Contains(err.Error(), "/echo/env/bin/activate does not exist. The Python environment should contain an 'activate' script.") {
