@@ -129,11 +129,12 @@ class _UpRegion(_Region):
             if live:  # drop the blocks the server released (state word 0)
                 live = self.live = [b for b in live if mm[b[0]]]
             off, at = 0, len(live)
-            for i, (start, size) in enumerate(live):
-                if start - off >= need:
-                    at = i
-                    break
-                off = start + size
+            if live:
+                for i, (start, size) in enumerate(live):
+                    if start - off >= need:
+                        at = i
+                        break
+                    off = start + size
             if off + need > self.size:
                 if off + need > self.limit:
                     raise MemoryError(
@@ -424,8 +425,14 @@ def _write_tensors(tensors):
     """Writes tensors into one block of the stub's region; their wire form."""
     parts, total = [], 0
     for t in tensors:
-        p = t._bytes()
-        n = p.nbytes if type(p) is memoryview else len(p)
+        p = t._raw
+        if p is None:
+            a = t._array
+            if t._dtype == "BYTES":
+                p = _encode_bytes(a)
+            else:
+                p = memoryview(a).cast("B") if a.size else b""
+        n = len(p) if type(p) is bytes else p.nbytes
         parts.append((t, p, n, total))
         total += (n + 63) & ~63
     base, block = up.alloc(total)
@@ -530,6 +537,8 @@ class PreferredMemory:
 class InferenceRequest:
     """A request: one the server hands to execute, or a BLS request the
     model builds to call another model of the server."""
+    __slots__ = ("_id", "_corr", "_inputs", "_outputs", "_model", "_version", "_flags", "_timeout",
+                 "_parameters", "_trace", "_batch", "_index", "_sender", "_wanted", "__dict__", "__weakref__")
 
     def __init__(self, request_id="", correlation_id=0, inputs=None, requested_output_names=None,
                  model_name=None, model_version=-1, flags=0, timeout=0, preferred_memory=None,
