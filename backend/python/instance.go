@@ -454,7 +454,7 @@ func (in *instance) send(p *proc, m *stubMsg) {
 	if r.decoupled {
 		resp := backend.Response{Final: m.Final}
 		if m.Response != nil {
-			resp.Outputs, resp.Err = in.read(p, m.Response)
+			resp.Outputs, resp.Err = in.read(p, m.Response, true)
 		}
 		if err := r.senders[m.Req].Send(in.ctx, resp); err != nil && !m.Final {
 			in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[m.Req].ID), zap.Error(err))
@@ -513,14 +513,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 // apply sets a default model's response on its request; release gives
 // the response's own block back.
 func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse, release bool) {
-	if e := resp.Error; e != nil {
-		req.Fail(&pyError{msg: e.Msg, code: e.Code})
-		return
-	}
-	if release && len(resp.Outputs) > 0 {
-		defer p.up.release(resp.Outputs[0].Off)
-	}
-	outs, err := readTensors(p, resp.Outputs, in.m.spec.Name)
+	outs, err := in.read(p, resp, release)
 	if err != nil {
 		req.Fail(err)
 		return
@@ -530,16 +523,18 @@ func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse, rel
 	}
 }
 
-// read copies a response's tensors out of shared memory (and gives the
-// block back), or returns its error.
-func (in *instance) read(p *proc, resp *wireResponse) ([]tensor.Tensor, error) {
+// read copies a response's tensors out of shared memory (release: and
+// gives its block back), or returns its error.
+func (in *instance) read(p *proc, resp *wireResponse, release bool) ([]tensor.Tensor, error) {
 	if e := resp.Error; e != nil {
 		return nil, &pyError{msg: e.Msg, code: e.Code}
 	}
 	if len(resp.Outputs) == 0 {
 		return nil, nil
 	}
-	defer p.up.release(resp.Outputs[0].Off)
+	if release {
+		defer p.up.release(resp.Outputs[0].Off)
+	}
 	return readTensors(p, resp.Outputs, in.m.spec.Name)
 }
 

@@ -324,31 +324,19 @@ class _Capsule:
 
 
 def _decode_bytes(buf):
-    """BYTES elements (4-byte little-endian length, then the bytes) as a
-    1-D object array of bytes."""
-    items, off, n = [], 0, len(buf)
-    while off < n:
-        if off + 4 > n:
-            raise TritonModelException("Invalid bytes tensor data: incomplete length field")
-        (k,) = _LEN.unpack_from(buf, off)
-        off += 4
-        if off + k > n:
-            raise TritonModelException("Invalid bytes tensor data: string extends beyond buffer")
-        items.append(bytes(buf[off:off + k]))
-        off += k
-    out = np.empty(len(items), dtype=np.object_)
-    out[:] = items
-    return out
+    """BYTES elements as a 1-D object array of bytes (pb_utils' decoder),
+    a malformed buffer as the error Triton's as_numpy raises."""
+    try:
+        return pb_utils.deserialize_bytes_tensor(buf)
+    except ValueError as e:
+        raise TritonModelException(str(e))
 
 
 def _encode_bytes(array):
-    parts = []
-    for x in array.flat:
-        if not isinstance(x, bytes):
-            x = str(x).encode("utf-8")
-        parts.append(_LEN.pack(len(x)))
-        parts.append(x)
-    return b"".join(parts)
+    out = pb_utils.serialize_byte_tensor(array)
+    if out is None:
+        raise TritonModelException("NumPy dtype is not supported.")
+    return out
 
 
 def _check_parameters(parameters):
