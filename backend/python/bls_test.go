@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -174,4 +175,61 @@ class TritonPythonModel:
 		break
 	}
 	<-seen
+}
+
+// TestBLSGoAndEnsemble: a Python model calls a Go backend's model and an
+// ensemble (of that Go model and a Python one) through exec().
+func TestBLSGoAndEnsemble(t *testing.T) {
+	double := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		in, err := b.Input("IN")
+		if err != nil {
+			return err
+		}
+		v, err := tensor.View[int32](in)
+		if err != nil {
+			return err
+		}
+		out := make([]int32, len(v))
+		for i, x := range v {
+			out[i] = 2 * x
+		}
+		return b.SetOutput(must(tensor.From("OUT", in.Shape, out)))
+	})
+	goConfig := `backend: "double"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+`
+	plusOne := `
+import triton_python_backend_utils as pb_utils
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy() + 1)]) for r in requests]
+`
+	ensembleConfig := `platform: "ensemble"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "double" model_version: -1 input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "D" } },
+  { model_name: "plus_one" model_version: -1 input_map { key: "IN" value: "D" } output_map { key: "OUT" value: "OUT" } }
+] }
+`
+	r := newRepo(t).model("plus_one", strings.ReplaceAll(goConfig, `backend: "double"`, `backend: "python"`), plusOne).
+		model("to_go", callerConfig("double", "once"), callerModel).model("to_ensemble", callerConfig("chain", "once"), callerModel)
+	r.write("double/config.pbtxt", goConfig)
+	r.write("double/1/.keep", "")
+	r.write("chain/config.pbtxt", ensembleConfig)
+	r.write("chain/1/.keep", "")
+	srv := r.serve(triton.WithBackend("double", double))
+	a := must(tensor.From("A", tensor.Shape{3}, []float32{1, 2, 3}))
+	for model, want := range map[string][]float32{"to_go": {2, 4, 6}, "to_ensemble": {3, 5, 7}} {
+		resp, err := infer(t, srv, model, a)
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		if got := floats(t, resp, "SUM"); !equal(got, want) {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
 }
