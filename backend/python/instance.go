@@ -36,15 +36,16 @@ type instance struct {
 
 	mu sync.Mutex
 	// mu protects the following.
-	p        *proc           // the stub; nil while there is none
-	restart  chan struct{}   // closed when the restart under way ends; nil when none
-	downErr  error           // why there is no stub, once a restart failed
-	closed   bool            // Close was called
-	batches  map[uint64]*run // batches a stub has not finished with
-	nextID   uint64
-	restarts int
-	calls    map[uint64]context.CancelFunc // BLS requests in flight, by the stub's call id
-	metrics  *customMetrics
+	p           *proc           // the stub; nil while there is none
+	restart     chan struct{}   // closed when the restart under way ends; nil when none
+	downErr     error           // why there is no stub, once a restart failed
+	closed      bool            // Close was called
+	batches     map[uint64]*run // batches a stub has not finished with
+	nextID      uint64
+	restarts    int
+	quickDeaths int                           // stubs in a row that died within stableStub of starting
+	calls       map[uint64]context.CancelFunc // BLS requests in flight, by the stub's call id
+	metrics     *customMetrics
 }
 
 func newInstance(m *model, spec backend.InstanceSpec) *instance {
@@ -88,6 +89,11 @@ func (in *instance) watch(p *proc) {
 			delete(in.batches, id)
 		}
 	}
+	if time.Since(p.started) < stableStub {
+		in.quickDeaths++
+	} else {
+		in.quickDeaths = 0
+	}
 	if !in.closed && in.restart == nil {
 		in.beginRestart(cause)
 	}
@@ -100,14 +106,37 @@ func (in *instance) watch(p *proc) {
 	p.release()
 }
 
+// stableStub is how long a stub must have lived for its death not to
+// count towards the restart backoff.
+const stableStub = 10 * time.Second
+
+// restartDelay is the wait before starting a new stub after n stubs in a
+// row died young: none for the first, then 100 ms doubling to 30 s, so
+// that a model that crashes at once does not restart in a busy loop.
+func restartDelay(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return min(100*time.Millisecond<<min(n-2, 9), 30*time.Second)
+}
+
 // beginRestart starts a new stub in the background. in.mu is held.
 func (in *instance) beginRestart(cause error) {
 	in.restarts++
 	n := in.restarts
-	in.log.Warn("the stub process ended; starting a new one", zap.Error(cause), zap.Int("restart", n))
+	delay := restartDelay(in.quickDeaths)
+	in.log.Warn("the stub process ended; starting a new one", zap.Error(cause), zap.Int("restart", n), zap.Duration("after", delay))
 	ch := make(chan struct{})
 	in.restart = ch
 	in.wg.Go(func() {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-in.ctx.Done():
+				t.Stop()
+			}
+		}
 		p, err := in.m.start(in.ctx, in)
 		in.mu.Lock()
 		in.restart = nil

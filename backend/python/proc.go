@@ -42,12 +42,13 @@ type proc struct {
 	instance string
 	log      *zap.Logger
 	cmd      *exec.Cmd
-	cmds     *conn          // server → stub commands; the stub answers on the same socket
-	answers  *bufio.Reader  // the stub's answers, read by the one issuing the command
-	cmdMu    sync.Mutex     // one command at a time
-	async    *conn          // the stub's own messages; the server's replies to its calls
+	cmds     *conn         // server → stub commands; the stub answers on the same socket
+	answers  *bufio.Reader // the stub's answers, read by the one issuing the command
+	cmdMu    sync.Mutex    // one command at a time
+	async    *conn         // the stub's own messages; the server's replies to its calls
 	down, up *region
 	h        handler
+	started  time.Time
 	hasReady bool // the model defines is_ready (set before the process is shared)
 
 	answer  chan *stubMsg  // the answer to the command in flight (one at a time)
@@ -128,7 +129,7 @@ func startProc(l launch, h handler) (p *proc, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, answers: bufio.NewReaderSize(cc, 64<<10),
 		async: &conn{c: rc}, down: down, up: up, h: h, dead: make(chan struct{}), handled: make(chan struct{}),
-		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}}
+		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}, started: time.Now()}
 	p.cond = sync.NewCond(&p.mu)
 	go p.read()
 	return p, nil

@@ -3,6 +3,7 @@ package python
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRegion: first fit among live blocks, reuse once released, growth in
@@ -47,5 +48,14 @@ func TestRegion(t *testing.T) {
 	}
 	if _, err := r.view(blockHeader, 1<<20); err == nil {
 		t.Error("a view past the file")
+	}
+}
+
+// TestRestartDelay: none for a first death, then doubling to a bound.
+func TestRestartDelay(t *testing.T) {
+	for n, want := range map[int]time.Duration{0: 0, 1: 0, 2: 100 * time.Millisecond, 3: 200 * time.Millisecond, 10: 25600 * time.Millisecond, 11: 30 * time.Second, 100: 30 * time.Second} {
+		if got := restartDelay(n); got != want {
+			t.Errorf("restartDelay(%d) = %v, want %v", n, got, want)
+		}
 	}
 }
