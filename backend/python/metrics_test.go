@@ -101,4 +101,3 @@ func gather(t *testing.T, srv *triton.Server) map[string]*dto.MetricFamily {
 	}
 	return out
 }
-
