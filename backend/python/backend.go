@@ -192,6 +192,9 @@ func (b *Backend) locate(spec *backend.ModelSpec) (*model, error) {
 	if st, err := os.Stat(file); err != nil || st.IsDir() {
 		return nil, fmt.Errorf("Python model file not found in '%s'", file)
 	}
+	if v, ok := spec.Parameter("FORCE_CPU_ONLY_INPUT_TENSORS"); ok && v != "yes" && v != "no" {
+		return nil, fmt.Errorf("Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: %s': %w", v, errors.ErrUnsupported)
+	}
 	python, env, err := b.interpreter(spec)
 	if err != nil {
 		return nil, err

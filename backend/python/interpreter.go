@@ -19,9 +19,6 @@ import (
 // LD_LIBRARY_PATH); the backend's WithInterpreter; Debian's
 // /usr/bin/python3; the first python3 on PATH.
 func (b *Backend) interpreter(spec *backend.ModelSpec) (string, []string, error) {
-	if v, ok := spec.Parameter("FORCE_CPU_ONLY_INPUT_TENSORS"); ok && v != "yes" && v != "no" {
-		return "", nil, fmt.Errorf("Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: %s': %w", v, errors.ErrUnsupported)
-	}
 	if env, ok := spec.Parameter("EXECUTION_ENV_PATH"); ok && env != "" {
 		env = strings.ReplaceAll(env, "$$TRITON_MODEL_DIRECTORY", spec.Dir)
 		if strings.HasSuffix(env, ".tar.gz") || strings.HasSuffix(env, ".tgz") {

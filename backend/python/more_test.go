@@ -133,3 +133,15 @@ func TestBackendConfig(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestForceCPUOnly: FORCE_CPU_ONLY_INPUT_TENSORS takes yes or no, as in
+// Triton (inputs are in CPU memory either way here).
+func TestForceCPUOnly(t *testing.T) {
+	for v, want := range map[string]string{"yes": "", "no": "", "maybe": "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'"} {
+		config := blsConfig + `parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "` + v + `" } }`
+		err := newRepo(t).model("m", config, "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n").load()
+		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", v, err, want)
+		}
+	}
+}
