@@ -70,7 +70,7 @@ func info(t *testing.T, resp *triton.InferResponse) map[string]any {
 // correlation id, flags and parameters, initialize's args, and the log.
 func TestRequestAccessors(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	srv := newRepo(t).model("echo", echoConfig, echoModel).serve(triton.WithLogger(zap.New(core)))
+	srv := newRepo(t).model("echo", echoConfig, echoModel).Serve(triton.WithLogger(zap.New(core)))
 	text := must(tensor.FromStrings("TEXT", tensor.Shape{2}, []string{"abc", "Ünï"}))
 	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "echo", ID: "req-7", Inputs: []tensor.Tensor{text},
 		SequenceID: 42, SequenceStart: true, Parameters: map[string]any{"k": "v", "n": int64(3), "b": true}})
@@ -153,7 +153,7 @@ class TritonPythonModel:
             else:
                 out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("code %d" % code, code)))
         return out
-`).serve()
+`).Serve()
 	for code, want := range map[int32]triton.Code{-1: 0, 1: triton.Internal, 2: triton.NotFound, 3: triton.InvalidArgument,
 		4: triton.Unavailable, 5: triton.Unsupported, 7: triton.Cancelled} {
 		_, err := infer(t, srv, "codes", must(tensor.From("CODE", tensor.Shape{1, 1}, []int32{code})))
@@ -180,7 +180,7 @@ class TritonPythonModel:
         raise KeyError("missing weights")
     def execute(self, requests):
         return []
-`).load()
+`).Load()
 	if err == nil || !strings.Contains(err.Error(), "KeyError: 'missing weights'") || !strings.Contains(err.Error(), "in setup") ||
 		strings.Contains(err.Error(), "stub.py") {
 		t.Fatalf("error %v", err)
@@ -197,7 +197,7 @@ class TritonPythonModel:
     def execute(self, requests):
         return []
 `)
-	srv := r.serve()
+	srv := r.Serve()
 	ctx := context.Background()
 	if !srv.ModelReady(ctx, "m", 0) {
 		t.Fatal("not ready")
@@ -223,7 +223,7 @@ func TestExecutionEnv(t *testing.T) {
 		}
 	}
 	config := echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "` + filepath.Join(dir, "with") + `" } }`
-	srv := newRepo(t).model("echo", config, echoModel).serve()
+	srv := newRepo(t).model("echo", config, echoModel).Serve()
 	resp, err := infer(t, srv, "echo", must(tensor.FromStrings("TEXT", tensor.Shape{1}, []string{"x"})))
 	if err != nil {
 		t.Fatal(err)
@@ -232,17 +232,17 @@ func TestExecutionEnv(t *testing.T) {
 		t.Errorf("ran with %s, want the environment's python", py)
 	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "` + filepath.Join(dir, "without") + `" } }`
-	err = newRepo(t).model("echo", config, echoModel).load()
+	err = newRepo(t).model("echo", config, echoModel).Load()
 	if err == nil || !strings.Contains(err.Error(), "cannot import numpy") || !strings.Contains(err.Error(), "python3-numpy") {
 		t.Errorf("error %v, want a clear numpy error", err)
 	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }`
-	err = newRepo(t).model("echo", config, echoModel).load()
+	err = newRepo(t).model("echo", config, echoModel).Load()
 	if err == nil || !strings.Contains(err.Error(), "is a packed environment; this server runs unpacked ones: unpack it") {
 		t.Errorf("error %v", err)
 	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }`
-	err = newRepo(t).model("echo", config, echoModel).load()
+	err = newRepo(t).model("echo", config, echoModel).Load()
 	if err == nil || !strings.Contains(err.Error(), "/echo/env/bin/activate does not exist. The Python environment should contain an 'activate' script.") {
 		t.Errorf("error %v", err)
 	}

@@ -27,7 +27,7 @@ class TritonPythonModel:
 
 // TestAutoComplete: the config comes from auto_complete_config.
 func TestAutoComplete(t *testing.T) {
-	srv := newRepo(t).model("auto", `backend: "python"`, autoModel).serve()
+	srv := newRepo(t).model("auto", `backend: "python"`, autoModel).Serve()
 	cfg, err := srv.ModelConfig("auto", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestAutoCompleteErrors(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			src := "import triton_python_backend_utils as pb_utils\nclass TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(c):\n        " + c.body + "\n    def execute(self, requests):\n        return []\n"
-			err := newRepo(t).model("m", c.config, src).load()
+			err := newRepo(t).model("m", c.config, src).Load()
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}

@@ -8,7 +8,7 @@ import (
 
 // TestAddSub serves Triton's add/sub example model unchanged.
 func TestAddSub(t *testing.T) {
-	srv := newRepo(t).copy("add_sub").serve()
+	srv := newRepo(t).copy("add_sub").Serve()
 	a := []float32{1, 2, 3, 4}
 	b := []float32{10, 20, 30, 40}
 	resp, err := infer(t, srv, "add_sub", must(tensor.From("INPUT0", tensor.Shape{1, 4}, a)), must(tensor.From("INPUT1", tensor.Shape{1, 4}, b)))

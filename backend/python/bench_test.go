@@ -36,7 +36,7 @@ import (
 
 // copyModel adds testdata/<src>'s files to the repository as model name.
 func (r *repo) copyModel(src, name string) *repo {
-	r.t.Helper()
+	r.TB.Helper()
 	src = filepath.Join("testdata", src)
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -50,7 +50,7 @@ func (r *repo) copyModel(src, name string) *repo {
 		return err
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		r.TB.Fatal(err)
 	}
 	return r
 }
@@ -262,7 +262,7 @@ const rttSize = 256
 // Run: go test -run '^$' -bench 'AddSub' -benchtime 10x -count 5 ./backend/python/
 func BenchmarkAddSub(b *testing.B) {
 	b.Run("callers=1", func(b *testing.B) {
-		srv := newRepo(b).copy("add_sub").serve()
+		srv := newRepo(b).copy("add_sub").Serve()
 		req := addSubRequest(b, srv, "add_sub")
 		d := startDirect(b)
 		ctx := context.Background()
@@ -316,7 +316,7 @@ func BenchmarkAddSub(b *testing.B) {
 	})
 
 	b.Run("callers=64", func(b *testing.B) {
-		srv := newRepo(b).copyModel("bench/add_sub_64", "add_sub_64").copyModel("add_sub/1", "add_sub_64/1").serve()
+		srv := newRepo(b).copyModel("bench/add_sub_64", "add_sub_64").copyModel("add_sub/1", "add_sub_64/1").Serve()
 		addSubRequest(b, srv, "add_sub_64")
 		d := startDirect(b)
 		ctx := context.Background()
@@ -409,7 +409,7 @@ func BenchmarkInstances(b *testing.B) {
 			r := newRepo(b).copyModel("bench/cpu_loop", "cpu_loop").copyModel("bench/cpu_loop", "cpu_loop_2")
 			r.write(filepath.Join("cpu_loop", "config.pbtxt"), string(one))
 			r.write(filepath.Join("cpu_loop_2", "config.pbtxt"), string(two))
-			instances(b, r.serve())
+			instances(b, r.Serve())
 		})
 	}
 }
@@ -462,7 +462,7 @@ func instances(b *testing.B, srv *triton.Server) {
 //
 // Run: go test -run '^$' -bench 'Tensor16MiB' -benchtime 40x -count 5 ./backend/python/
 func BenchmarkTensor16MiB(b *testing.B) {
-	srv := newRepo(b).copyModel("bench/identity", "identity").serve()
+	srv := newRepo(b).copyModel("bench/identity", "identity").Serve()
 	const size = 16 << 20
 	data := make([]byte, size)
 	for i := range data {

@@ -77,7 +77,7 @@ output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_t
 func TestBLSDecoupled(t *testing.T) {
 	srv := newRepo(t).model("repeat", repeatIOConfig, repeatModel).
 		model("stream", callerConfig("repeat", "stream"), callerModel).
-		model("once", callerConfig("repeat", "once"), callerModel).serve()
+		model("once", callerConfig("repeat", "once"), callerModel).Serve()
 	a := must(tensor.From("A", tensor.Shape{3}, []float32{7, 8, 9}))
 	resp, err := infer(t, srv, "stream", a)
 	if err != nil {
@@ -99,7 +99,7 @@ func TestBLSCycle(t *testing.T) {
 	config := strings.ReplaceAll(callerConfig("self", "once"), `"A"`, `"IN"`)
 	config = strings.Replace(config, `name: "IN" data_type: TYPE_FP32`, `name: "IN" data_type: TYPE_INT32`, 1)
 	src := strings.ReplaceAll(callerModel, `"A"`, `"IN"`)
-	srv := newRepo(t).model("self", strings.Replace(config, `"SUM"`, `"OUT"`, 1), strings.ReplaceAll(src, `"SUM"`, `"OUT"`)).serve()
+	srv := newRepo(t).model("self", strings.Replace(config, `"SUM"`, `"OUT"`, 1), strings.ReplaceAll(src, `"SUM"`, `"OUT"`)).Serve()
 	_, err := infer(t, srv, "self", must(tensor.From("IN", tensor.Shape{1}, []int32{1})))
 	if err == nil || !strings.Contains(err.Error(), "call cycle: self → self") {
 		t.Fatalf("error %v", err)
@@ -122,7 +122,7 @@ max_batch_size: 0
 input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
 `
-	srv := newRepo(t).model("slow", slowConfig, slow).model("caller", callerConfig("slow", "late"), callerModel).serve()
+	srv := newRepo(t).model("slow", slowConfig, slow).model("caller", callerConfig("slow", "late"), callerModel).Serve()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := srv.Infer(ctx, &triton.InferRequest{Model: "caller", Inputs: []tensor.Tensor{must(tensor.From("A", tensor.Shape{1}, []float32{1}))}})
@@ -161,7 +161,7 @@ class TritonPythonModel:
             time.sleep(0.005)
         pb_utils.Logger.log_info("saw the cancellation")
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-`).serve(triton.WithLogger(zap.New(core).WithOptions(hook)))
+`).Serve(triton.WithLogger(zap.New(core).WithOptions(hook)))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-started
@@ -221,7 +221,7 @@ ensemble_scheduling { step [
 	r.write("double/1/.keep", "")
 	r.write("chain/config.pbtxt", ensembleConfig)
 	r.write("chain/1/.keep", "")
-	srv := r.serve(triton.WithBackend("double", double))
+	srv := r.Serve(triton.WithBackend("double", double))
 	a := must(tensor.From("A", tensor.Shape{3}, []float32{1, 2, 3}))
 	for model, want := range map[string][]float32{"to_go": {2, 4, 6}, "to_ensemble": {3, 5, 7}} {
 		resp, err := infer(t, srv, model, a)

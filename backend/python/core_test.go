@@ -50,7 +50,7 @@ class TritonPythonModel:
 
 // TestDecoupledRepeat streams one response per element from a thread.
 func TestDecoupledRepeat(t *testing.T) {
-	srv := newRepo(t).model("repeat", repeatConfig, repeatModel).serve()
+	srv := newRepo(t).model("repeat", repeatConfig, repeatModel).Serve()
 	in := must(tensor.From("IN", tensor.Shape{5}, []int32{4, 8, 15, 16, 23}))
 	var got []int32
 	for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "repeat", Inputs: []tensor.Tensor{in}}) {
@@ -109,7 +109,7 @@ class TritonPythonModel:
 
 // TestBLS calls a Python model from a Python model, sync and async.
 func TestBLS(t *testing.T) {
-	srv := newRepo(t).copy("add_sub").model("bls", blsConfig, blsModel).serve()
+	srv := newRepo(t).copy("add_sub").model("bls", blsConfig, blsModel).Serve()
 	resp, err := infer(t, srv, "bls", must(tensor.From("A", tensor.Shape{4}, []float32{1, 2, 3, 4})))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def execute(self, requests):
         raise ValueError("no good")
-`).serve()
+`).Serve()
 	_, err := infer(t, srv, "bad", must(tensor.From("A", tensor.Shape{4}, []float32{1, 2, 3, 4})))
 	if err == nil || !strings.Contains(err.Error(), "Failed to process the request(s) for model 'bad_0', message: ValueError: no good") {
 		t.Fatalf("error %v", err)

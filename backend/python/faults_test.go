@@ -48,7 +48,7 @@ func running(pid int64) bool {
 // request: the request fails saying so, and the next one is served by a
 // new stub.
 func TestStubDies(t *testing.T) {
-	srv := newRepo(t).copy("faulty").serve()
+	srv := newRepo(t).copy("faulty").Serve()
 	ctx := context.Background()
 	pid, err := command(ctx, srv, 0)
 	if err != nil {
@@ -82,7 +82,7 @@ func TestStubDies(t *testing.T) {
 // TestStubHangs: a stub still busy past the request's deadline and the
 // stub timeout is killed, and a new one serves the next request.
 func TestStubHangs(t *testing.T) {
-	srv := newRepo(t).copy("faulty").serve(triton.WithBackend(python.Name, python.New(python.WithStubTimeout(200*time.Millisecond))))
+	srv := newRepo(t).copy("faulty").Serve(triton.WithBackend(python.Name, python.New(python.WithStubTimeout(200*time.Millisecond))))
 	pid, err := command(context.Background(), srv, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestNothingLeft(t *testing.T) {
 	before := memfds(t)
 	r := newRepo(t).copy("faulty")
 	r.write("faulty/config.pbtxt", strings.Replace(mustRead(t, "testdata/faulty/config.pbtxt"), "count: 1", "count: 2", 1))
-	srv, err := triton.New(triton.WithModelRepository(r.dir), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}),
+	srv, err := triton.New(triton.WithModelRepository(r.Dir), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}),
 		triton.WithStartupModels("faulty"))
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func mustRead(t *testing.T, path string) string {
 func TestServerDies(t *testing.T) {
 	r := newRepo(t).copy("faulty")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeFaultyChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "PYTHON_BACKEND_CHILD_REPO="+r.dir)
+	cmd.Env = append(os.Environ(), "PYTHON_BACKEND_CHILD_REPO="+r.Dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/internal/testenv"
+	"github.com/triton-go/triton/internal/testrepo"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -25,20 +26,17 @@ func needPython(t testing.TB) {
 }
 
 // repo is a model repository under construction in a temporary folder.
-type repo struct {
-	t   testing.TB
-	dir string
-}
+type repo struct{ *testrepo.Repo }
 
 func newRepo(t testing.TB) *repo {
 	t.Helper()
 	needPython(t)
-	return &repo{t: t, dir: t.TempDir()}
+	return &repo{testrepo.New(t)}
 }
 
 // model adds <name>/config.pbtxt and <name>/1/model.py.
 func (r *repo) model(name, config, source string) *repo {
-	r.t.Helper()
+	r.TB.Helper()
 	r.write(filepath.Join(name, "config.pbtxt"), config)
 	r.write(filepath.Join(name, "1", "model.py"), source)
 	return r
@@ -46,7 +44,7 @@ func (r *repo) model(name, config, source string) *repo {
 
 // copy adds testdata/<name>.
 func (r *repo) copy(name string) *repo {
-	r.t.Helper()
+	r.TB.Helper()
 	src := filepath.Join("testdata", name)
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -61,46 +59,12 @@ func (r *repo) copy(name string) *repo {
 		return nil
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		r.TB.Fatal(err)
 	}
 	return r
 }
 
-func (r *repo) write(rel, data string) {
-	r.t.Helper()
-	p := filepath.Join(r.dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// serve starts a server on the repository, closed when the test ends.
-func (r *repo) serve(opts ...triton.Option) *triton.Server {
-	r.t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithModelRepository(r.dir)}, opts...)...)
-	if err != nil {
-		r.t.Fatalf("New: %v", err)
-	}
-	r.t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			r.t.Errorf("Close: %v", err)
-		}
-	})
-	return srv
-}
-
-// load starts a server and returns the error of loading its models.
-func (r *repo) load(opts ...triton.Option) error {
-	r.t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithModelRepository(r.dir)}, opts...)...)
-	if err == nil {
-		err = srv.Close()
-	}
-	return err
-}
+func (r *repo) write(rel, data string) { r.Write(rel, []byte(data)) }
 
 func must[T any](v T, err error) T {
 	if err != nil {

@@ -50,7 +50,7 @@ class TritonPythonModel:
 // the server's registry; the kinds' rules hold with Triton's texts.
 func TestCustomMetrics(t *testing.T) {
 	config := strings.Replace(blsConfig, "output [", `output [ { name: "INFO" data_type: TYPE_STRING dims: [ 1 ] },`, 1)
-	srv := newRepo(t).model("counted", config, countedModel).serve()
+	srv := newRepo(t).model("counted", config, countedModel).Serve()
 	var last map[string]any
 	for i := range 3 {
 		resp, err := infer(t, srv, "counted", must(tensor.From("A", tensor.Shape{4}, []float32{float32(i), 0, 0, 0})))

@@ -56,7 +56,7 @@ class TritonPythonModel:
         except pb_utils.TritonModelException as e:
             errors.append(str(e))
         pb_utils.Logger.log_info("sender errors: " + " | ".join(errors))
-`).serve(triton.WithLogger(zap.New(core).WithOptions(hook)))
+`).Serve(triton.WithLogger(zap.New(core).WithOptions(hook)))
 	for _, c := range []struct{ in, want float32 }{{0, 1}, {3, 6}} {
 		resp, err := infer(t, srv, "late", must(tensor.From("A", tensor.Shape{4}, []float32{c.in, 0, 0, 0})))
 		if err != nil {
@@ -88,7 +88,7 @@ class TritonPythonModel:
             b = pb_utils.Tensor.from_dlpack("SUM", a * 3)
             out.append(pb_utils.InferenceResponse([b]))
         return out
-`).serve()
+`).Serve()
 	resp, err := infer(t, srv, "dl", must(tensor.From("A", tensor.Shape{4}, []float32{1, 2, 3, 4})))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestBackendConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = newRepo(t).copy("add_sub").load(triton.WithBackend(python.Name, python.New(opts...)))
+	err = newRepo(t).copy("add_sub").Load(triton.WithBackend(python.Name, python.New(opts...)))
 	if err == nil || !strings.Contains(err.Error(), "starting the Python stub process with /nonexistent/python3") {
 		t.Fatalf("error %v", err)
 	}
@@ -139,7 +139,7 @@ func TestBackendConfig(t *testing.T) {
 func TestForceCPUOnly(t *testing.T) {
 	for v, want := range map[string]string{"yes": "", "no": "", "maybe": "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'"} {
 		config := blsConfig + `parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "` + v + `" } }`
-		err := newRepo(t).model("m", config, "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n").load()
+		err := newRepo(t).model("m", config, "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n").Load()
 		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", v, err, want)
 		}

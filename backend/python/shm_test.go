@@ -35,7 +35,7 @@ func pattern(n int) []byte {
 // TestLargeTensors: tensors far larger than the initial shared memory go
 // through (the regions grow), again and again (they are reused).
 func TestLargeTensors(t *testing.T) {
-	srv := newRepo(t).model("id", identityConfig, identityModel).serve()
+	srv := newRepo(t).model("id", identityConfig, identityModel).Serve()
 	for _, n := range []int{0, 1, 100, 16 << 20, 3 << 20, 16 << 20} {
 		data := pattern(n)
 		resp, err := infer(t, srv, "id", must(tensor.New("IN", tensor.Uint8, tensor.Shape{int64(n)}, data)))
@@ -53,7 +53,7 @@ func TestLargeTensors(t *testing.T) {
 // error that says so; the stub serves the next.
 func TestSharedMemoryLimit(t *testing.T) {
 	srv := newRepo(t).model("id", identityConfig, identityModel).
-		serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 4<<20))))
+		Serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 4<<20))))
 	_, err := infer(t, srv, "id", must(tensor.New("IN", tensor.Uint8, tensor.Shape{8 << 20}, pattern(8<<20))))
 	if err == nil || !strings.Contains(err.Error(), "do not fit in the shared memory of the stub (limit 4194304 bytes") || triton.CodeOf(err) != triton.Unavailable {
 		t.Fatalf("error %v (%v)", err, triton.CodeOf(err))

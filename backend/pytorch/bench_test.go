@@ -38,14 +38,14 @@ dynamic_batching { preferred_batch_size: [ %d ] max_queue_delay_microseconds: 10
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]`, benchBatch, benchBatch))
-	srv := r.serve()
+	srv := r.Serve()
 	image := seq(784, func(i int) float32 { return float32(i%31) / 31 })
 	in := must(tensor.From("INPUT__0", tensor.Shape{1, 1, 28, 28}, image))
 
 	if err := torchrun.Open(filepath.Join(testenv.RepoRoot(b), pytorch.CachePath())); err != nil {
 		b.Fatal(err)
 	}
-	mod, err := torchrun.Load(filepath.Join(r.dir, "cnn", "1", "model.pt"), torchrun.Options{InferenceMode: true})
+	mod, err := torchrun.Load(filepath.Join(r.Dir, "cnn", "1", "model.pt"), torchrun.Options{InferenceMode: true})
 	if err != nil {
 		b.Fatal(err)
 	}

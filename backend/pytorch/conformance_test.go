@@ -59,7 +59,7 @@ output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 2 ] } ]`,
 // (name and backend added) parsed, normalized and validated as the server
 // does.
 func kitModel(r *repo, name, file, config string, reqs ...backendtest.Request) backendtest.Model {
-	r.t.Helper()
+	r.TB.Helper()
 	spec := r.spec(name, file, fmt.Sprintf("name: %q\nbackend: %q\n%s", name, pytorch.Name, config))
 	return backendtest.Model{Config: spec.Config, Dir: spec.Dir, Requests: reqs}
 }

@@ -48,7 +48,7 @@ func TestLoadErrors(t *testing.T) {
 		code:   triton.InvalidArgument, want: []string{"input 'x' of model 'string_for_tensor' is TYPE_STRING, passed as List[str], but forward's argument 0 ('x') is Tensor"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			err := newRepo(t).model(c.name, c.file, c.config).load(triton.WithStartupModels(c.name), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
+			err := newRepo(t).model(c.name, c.file, c.config).Load(triton.WithStartupModels(c.name), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
 			if err == nil {
 				t.Fatal("the model loaded")
 			}
@@ -68,10 +68,10 @@ func TestLoadErrors(t *testing.T) {
 // UNAVAILABLE "unable to find".
 func TestLoadMissingFile(t *testing.T) {
 	r := newRepo(t)
-	r.write("nofile/config.pbtxt", []byte(`backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] `+oneOut))
-	r.write("nofile/1/other.pt", modelFile(t, "raises.pt"))
-	err := r.load(triton.WithStartupModels("nofile"), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
-	if err == nil || !strings.Contains(err.Error(), "unable to find '"+r.dir+"/nofile/1/model.pt' for model instance 'nofile'") {
+	r.Write("nofile/config.pbtxt", []byte(`backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] `+oneOut))
+	r.Write("nofile/1/other.pt", modelFile(t, "raises.pt"))
+	err := r.Load(triton.WithStartupModels("nofile"), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
+	if err == nil || !strings.Contains(err.Error(), "unable to find '"+r.Dir+"/nofile/1/model.pt' for model instance 'nofile'") {
 		t.Fatalf("error %v", err)
 	}
 	if code := triton.CodeOf(err); code != triton.Unavailable {
@@ -107,7 +107,7 @@ func TestExecuteErrors(t *testing.T) {
 			"configuration expects datatype TYPE_INT64 for output 'OUT__0', model provides TYPE_FP32"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := newRepo(t).model(c.name, c.file, `backend: "pytorch" `+c.config).serve()
+			srv := newRepo(t).model(c.name, c.file, `backend: "pytorch" `+c.config).Serve()
 			_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: c.name, Inputs: []tensor.Tensor{must(tensor.From("x", tensor.Shape{4}, c.x))}})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %q", err, c.want)

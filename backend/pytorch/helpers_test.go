@@ -14,6 +14,7 @@ import (
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/pytorch"
 	"github.com/triton-go/triton/internal/testenv"
+	"github.com/triton-go/triton/internal/testrepo"
 	"github.com/triton-go/triton/repository"
 	"github.com/triton-go/triton/tensor"
 )
@@ -42,77 +43,37 @@ func modelFile(t testing.TB, file string) []byte {
 }
 
 // repo is a model repository under construction in a temporary folder.
-type repo struct {
-	t   testing.TB
-	dir string
-}
+type repo struct{ *testrepo.Repo }
 
 func newRepo(t testing.TB) *repo {
 	t.Helper()
 	needShim(t)
-	return &repo{t: t, dir: t.TempDir()}
+	return &repo{testrepo.New(t)}
 }
 
 // model adds <name>/1/model.pt, a copy of the test model file, and
 // <name>/config.pbtxt.
 func (r *repo) model(name, file, config string) *repo {
-	r.t.Helper()
-	r.write(filepath.Join(name, "1", "model.pt"), modelFile(r.t, file))
-	r.write(filepath.Join(name, "config.pbtxt"), []byte(config))
+	r.TB.Helper()
+	r.Write(filepath.Join(name, "1", "model.pt"), modelFile(r.TB, file))
+	r.Write(filepath.Join(name, "config.pbtxt"), []byte(config))
 	return r
-}
-
-func (r *repo) write(rel string, data []byte) {
-	r.t.Helper()
-	p := filepath.Join(r.dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// serve starts a server on the repository, closed when the test ends.
-func (r *repo) serve(opts ...triton.Option) *triton.Server {
-	r.t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithModelRepository(r.dir)}, opts...)...)
-	if err != nil {
-		r.t.Fatalf("New: %v", err)
-	}
-	r.t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			r.t.Errorf("Close: %v", err)
-		}
-	})
-	return srv
-}
-
-// load starts a server with the repository's models and returns the error
-// of loading them (the server is closed at once when it starts).
-func (r *repo) load(opts ...triton.Option) error {
-	r.t.Helper()
-	srv, err := triton.New(append([]triton.Option{triton.WithModelRepository(r.dir)}, opts...)...)
-	if err == nil {
-		err = srv.Close()
-	}
-	return err
 }
 
 // spec writes the model as r.model does and returns its spec, the config
 // parsed, normalized and validated as the server does.
 func (r *repo) spec(name, file, config string) *backend.ModelSpec {
-	r.t.Helper()
+	r.TB.Helper()
 	r.model(name, file, config)
-	dir := filepath.Join(r.dir, name)
+	dir := filepath.Join(r.Dir, name)
 	path := filepath.Join(dir, "config.pbtxt")
 	cfg, err := repository.ParseConfig(path, []byte(config))
 	if err != nil {
-		r.t.Fatal(err)
+		r.TB.Fatal(err)
 	}
 	repository.Normalize(cfg, repository.NormalizeOptions{})
 	if err := repository.Validate(path, cfg, repository.ValidateOptions{ModelName: name}); err != nil {
-		r.t.Fatalf("config: %v", err)
+		r.TB.Fatalf("config: %v", err)
 	}
 	return &backend.ModelSpec{Name: name, Version: 1, Config: cfg, FS: os.DirFS(dir), Dir: dir, Logger: zap.NewNop()}
 }

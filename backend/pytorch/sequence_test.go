@@ -28,7 +28,7 @@ sequence_batching {
 // server writing the state output back as the next state input; a new
 // sequence on the same correlation ID starts from zero again.
 func TestSequenceState(t *testing.T) {
-	srv := newRepo(t).model("acc", "state.pt", stateConfig).serve()
+	srv := newRepo(t).model("acc", "state.pt", stateConfig).Serve()
 	step := func(id uint64, start, end bool, x []float32) []float32 {
 		t.Helper()
 		resp, err := srv.Infer(context.Background(), &triton.InferRequest{
@@ -79,7 +79,7 @@ func TestSequenceControls(t *testing.T) {
 max_batch_size: 4
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1 ] } ]
 output [ { name: "SUM__0" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "DIFF__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
-sequence_batching { control_input [ `+c.control+` ] }`).serve()
+sequence_batching { control_input [ `+c.control+` ] }`).Serve()
 			resp, err := srv.Infer(context.Background(), &triton.InferRequest{
 				Model: c.name, SequenceID: c.id, SequenceStart: c.start,
 				Inputs: []tensor.Tensor{must(tensor.From("INPUT__0", tensor.Shape{1, 1}, []float32{10}))},
@@ -111,7 +111,7 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 sequence_batching {
   control_input [ `+c.control+` ]
   state [ { input_name: "STATE__1" output_name: "STATE_OUT__1" data_type: TYPE_FP32 dims: [ 4 ] } ]
-}`).load(triton.WithStartupModels(c.name), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
+}`).Load(triton.WithStartupModels(c.name), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}

@@ -25,7 +25,7 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "OUTPU
 // TestServeAddSub serves addsub.pt (traced) through the platform name, its
 // inputs named after forward's arguments, outputs by <name>__<index>.
 func TestServeAddSub(t *testing.T) {
-	srv := newRepo(t).model("addsub", "addsub.pt", addsubConfig).serve()
+	srv := newRepo(t).model("addsub", "addsub.pt", addsubConfig).Serve()
 	a, b := seq(32, func(i int) float32 { return float32(i) }), seq(32, func(i int) float32 { return float32(i) / 4 })
 	resp := infer(t, srv, "addsub", must(tensor.From("INPUT0", tensor.Shape{2, 16}, a)), must(tensor.From("INPUT1", tensor.Shape{2, 16}, b)))
 	sum, diff := floats(t, resp, "OUTPUT__0"), floats(t, resp, "OUTPUT__1")
@@ -70,7 +70,7 @@ func TestServeNamingConventions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			core, logs := observer.New(zap.WarnLevel)
 			srv := newRepo(t).model(c.name, "addsub_args.pt", fmt.Sprintf("backend: \"pytorch\"\ninput [ %s ]\noutput [ %s ]\n", c.inputs, c.outputs)).
-				serve(triton.WithLogger(zap.New(core)))
+				Serve(triton.WithLogger(zap.New(core)))
 			a, b := []float32{1, 2, 3, 4}, []float32{10, 20, 30, 40}
 			resp := infer(t, srv, c.name, must(tensor.From(c.in0, tensor.Shape{4}, a)), must(tensor.From(c.in1, tensor.Shape{4}, b)))
 			if got := floats(t, resp, c.sum); !slices.Equal(got, []float32{11, 22, 33, 44}) {
@@ -97,7 +97,7 @@ func TestServeNamingConventions(t *testing.T) {
 func TestServeDictInput(t *testing.T) {
 	srv := newRepo(t).model("dict_in", "dict_in.pt", `backend: "pytorch"
 input [ { name: "b" data_type: TYPE_FP32 dims: [ 3 ] }, { name: "a" data_type: TYPE_FP32 dims: [ 3 ] } ]
-output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]`).serve()
+output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]`).Serve()
 	resp := infer(t, srv, "dict_in", must(tensor.From("a", tensor.Shape{3}, []float32{1, 2, 3})), must(tensor.From("b", tensor.Shape{3}, []float32{0.5, 0.25, 0})))
 	if got := floats(t, resp, "OUT__0"); !slices.Equal(got, []float32{1.5, 2.25, 3}) {
 		t.Errorf("OUT__0 = %v, want a+b", got)
@@ -113,7 +113,7 @@ max_batch_size: 8
 dynamic_batching { max_queue_delay_microseconds: 50000 preferred_batch_size: [ 2 ] }
 input [ { name: "TEXT__0" data_type: TYPE_STRING dims: [ 1 ] reshape: { shape: [ ] } } ]
 output [ { name: "LEN__0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } },
-         { name: "UPPER__1" data_type: TYPE_STRING dims: [ 1 ] reshape: { shape: [ ] } } ]`).serve()
+         { name: "UPPER__1" data_type: TYPE_STRING dims: [ 1 ] reshape: { shape: [ ] } } ]`).Serve()
 	reqs := [][]string{{"hello", "", "a\x00b"}, {"xyz"}}
 	var wg sync.WaitGroup
 	for _, texts := range reqs {
@@ -160,7 +160,7 @@ func TestServeDatatypes(t *testing.T) {
 		outs = append(outs, fmt.Sprintf(`{ name: "OUT_%s__%d" data_type: TYPE_%s dims: [ 3 ] }`, d.arg, i, d.typ))
 	}
 	srv := newRepo(t).model("dtypes", "dtypes.pt", fmt.Sprintf("backend: \"pytorch\"\nmax_batch_size: 4\ninput [ %s ]\noutput [ %s ]\n",
-		strings.Join(ins, ", "), strings.Join(outs, ", "))).serve()
+		strings.Join(ins, ", "), strings.Join(outs, ", "))).Serve()
 	inputs := []tensor.Tensor{
 		must(tensor.From("b", tensor.Shape{1, 3}, []bool{true, false, true})),
 		must(tensor.From("u8", tensor.Shape{1, 3}, []uint8{0, 254, 7})),
@@ -209,7 +209,7 @@ max_batch_size: 8
 dynamic_batching { max_queue_delay_microseconds: 2000 }
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
-instance_group [ { kind: KIND_CPU count: 2 } ]`).serve()
+instance_group [ { kind: KIND_CPU count: 2 } ]`).Serve()
 	image := func(k int) []float32 { return seq(784, func(i int) float32 { return float32((i*7+k*13)%17) / 17 }) }
 	const n = 16
 	want := make([][]float32, n)
@@ -259,7 +259,7 @@ instance_group [ { kind: KIND_MODEL } ]`).
 		model("empty", "addsub_args.pt", `backend: "pytorch"
 input [ { name: "a" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "b" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "S__0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "D__1" data_type: TYPE_FP32 dims: [ -1 ] } ]`).
-		serve()
+		Serve()
 	resp := infer(t, srv, "transpose", must(tensor.From("x", tensor.Shape{2, 3}, []float32{1, 2, 3, 4, 5, 6})))
 	if got := floats(t, resp, "T__0"); !slices.Equal(got, []float32{1, 4, 2, 5, 3, 6}) || !output(t, resp, "T__0").Shape.Equal(tensor.Shape{3, 2}) {
 		t.Errorf("T__0 = %v %v, want x transposed, [3 2] [1 4 2 5 3 6]", output(t, resp, "T__0").Shape, got)

@@ -16,6 +16,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/pytorch"
 	"github.com/triton-go/triton/cgo/torchrun"
+	"github.com/triton-go/triton/internal/testrepo"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -38,7 +39,7 @@ func TestInferenceModeParameter(t *testing.T) {
 		{"off", `parameters { key: "INFERENCE_MODE" value: { string_value: "false" } }`, []bool{false, false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := newRepo(t).model("modes", "modes.pt", modesConfig+c.param).serve()
+			srv := newRepo(t).model("modes", "modes.pt", modesConfig+c.param).Serve()
 			resp := infer(t, srv, "modes", must(tensor.From("x", tensor.Shape{2}, []float32{1, 2})))
 			got, err := tensor.View[bool](output(t, resp, "MODES__1"))
 			if err != nil {
@@ -102,7 +103,7 @@ func TestExecutionParameters(t *testing.T) {
 		r.model(s.model, "modes.pt", modesConfig+s.params)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	srv := r.serve(triton.WithLogger(zap.New(core)))
+	srv := r.Serve(triton.WithLogger(zap.New(core)))
 	for _, s := range steps {
 		resp := infer(t, srv, s.model, must(tensor.From("x", tensor.Shape{2}, []float32{1, 2})))
 		if y := floats(t, resp, "Y__0"); !slices.Equal(y, []float32{2, 3}) {
@@ -157,7 +158,7 @@ func TestThreadCountsOncePerProcess(t *testing.T) {
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 %s`, params(pytorch.ParamIntraOpThreadCount, fmt.Sprint(c[0]), pytorch.ParamInterOpThreadCount, fmt.Sprint(c[1]))))
 	}
-	srv := r.serve(triton.WithLogger(zap.New(core)), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("first"))
+	srv := r.Serve(triton.WithLogger(zap.New(core)), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("first"))
 	x := must(tensor.From("x", tensor.Shape{4}, []float32{1, 2, 3, 4}))
 	infer(t, srv, "first", x)
 	if err := srv.Load(t.Context(), "second", nil); err != nil {
@@ -190,8 +191,8 @@ input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__
 // TestShimMissing: without the shim a PyTorch model fails to load with a
 // message that names the places searched and says how to enable it.
 func TestShimMissing(t *testing.T) {
-	dir := t.TempDir()
-	r := &repo{t: t, dir: dir}
+	r := &repo{testrepo.New(t)}
+	dir := r.Dir
 	r.model("m", "raises.pt", `backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`)
 	howTo := []string{"make deps", "scripts/build-torch-shim.sh", pytorch.ShimEnv, "pytorch.WithShim", "--backend-directory DIR (DIR/pytorch/libtriton_pytorch.so)"}
 	for _, c := range []struct {
@@ -214,7 +215,7 @@ func TestShimMissing(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t)
 			}
-			err := r.load(triton.WithBackend(pytorch.Name, c.b), triton.WithStartupModels("m"), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
+			err := r.Load(triton.WithBackend(pytorch.Name, c.b), triton.WithStartupModels("m"), triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
 			if err == nil {
 				t.Fatal("the model loaded without a shim")
 			}
