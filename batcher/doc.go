@@ -48,7 +48,8 @@
 //
 // Every method is safe for concurrent use, except that a [Turn] belongs to
 // the goroutine of its request. Each Dynamic runs one scheduler goroutine,
-// started by NewDynamic and ended by Close; the Env callbacks run on it.
+// started by NewDynamic and ended by Close; the Env callbacks run on it, or
+// on the goroutine of an Enqueue or a Release that forms a batch itself.
 // Each Sequence with an idle time runs one sweep goroutine, started by
 // NewSequence and ended by Close. An Order runs none.
 package batcher

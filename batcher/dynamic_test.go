@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -644,6 +646,72 @@ func TestGrowingBatch(t *testing.T) {
 				tc.steps(h)
 				synctest.Wait()
 				h.want(tc.want...)
+			})
+		})
+	}
+}
+
+// TestEnqueueDispatches covers the fast path of a request that finds an
+// instance free and no delay to wait out: its batch is formed and
+// dispatched on the enqueuing goroutine, before Enqueue returns; with a
+// delay, or with every instance busy, the scheduler does it as before.
+func TestEnqueueDispatches(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delay  time.Duration
+		idle   bool
+		inline bool
+	}{
+		{"free instance, no delay", 0, true, true},
+		{"free instance, a delay", time.Millisecond, true, false},
+		{"no free instance", 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var got [][]int
+				var inline []bool
+				idle := make(chan int, 1)
+				env := Env[*item, int]{
+					Size:       func(it *item) int64 { return it.rows },
+					Compatible: func(a, b *item) bool { return true },
+					Expired:    func(it *item) error { return nil },
+					Drop:       func(it *item, err error) { t.Errorf("item %d dropped: %v", it.id, err) },
+					Dispatch: func(inst int, batch []*item) {
+						buf := make([]byte, 8<<10)
+						stack := string(buf[:runtime.Stack(buf, false)])
+						mu.Lock()
+						defer mu.Unlock()
+						got = append(got, []int{batch[0].id})
+						inline = append(inline, strings.Contains(stack, ").Enqueue("))
+					},
+				}
+				d, err := NewDynamic(Config{MaxBatchSize: 4, MaxQueueDelay: tc.delay}, env, idle)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				if tc.idle {
+					idle <- 0
+				}
+				synctest.Wait() // the scheduler waits for work
+				if err := d.Enqueue(new(Node[*item]), &item{id: 1, rows: 1}, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.idle {
+					synctest.Wait()
+					idle <- 0
+				}
+				time.Sleep(tc.delay)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(got) != 1 || got[0][0] != 1 {
+					t.Fatalf("batches %v, want [[1]]", got)
+				}
+				if inline[0] != tc.inline {
+					t.Errorf("dispatched on the enqueuing goroutine: %v, want %v", inline[0], tc.inline)
+				}
 			})
 		})
 	}

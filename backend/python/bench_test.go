@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,42 +56,44 @@ func (r *repo) copyModel(src, name string) *repo {
 
 // direct is testdata/bench/direct.py running beside the server: the
 // model's execute called inside one Python process (the limit), the stub's
-// own work without its socket, and socket round trips from Python through
-// the stub's channel code to an echo here.
+// own work without its pipes, and round trips from Python through the
+// stub's channel code to an echo here, on two pipes read and written
+// with blocking system calls, as the stubs' commands and answers are.
 type direct struct {
-	b    *testing.B
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	sock net.Conn // this end of the round-trip socket (in the netpoller, as the stubs' are)
-	echo sync.WaitGroup
+	b      *testing.B
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	toPy   *os.File // the pipe the echo writes to
+	fromPy *os.File // the pipe the echo reads
+	echo   sync.WaitGroup
 }
 
 // startDirect starts direct.py with args (its defaults are add_sub's); it
 // stops when the benchmark ends.
 func startDirect(b *testing.B, args ...string) *direct {
 	b.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
+	var down, up [2]int
+	if err := unix.Pipe2(down[:], unix.O_CLOEXEC); err != nil {
 		b.Fatal(err)
 	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "rtt"), os.NewFile(uintptr(fds[1]), "rtt-stub")
-	sock, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		theirs.Close()
+	if err := unix.Pipe2(up[:], unix.O_CLOEXEC); err != nil {
 		b.Fatal(err)
 	}
-	d := &direct{b: b, sock: sock}
-	d.cmd = exec.Command(python.DefaultInterpreter, append([]string{filepath.Join("testdata", "bench", "direct.py"), "--rtt-fd", "3"}, args...)...)
-	d.cmd.ExtraFiles = []*os.File{theirs}
+	d := &direct{b: b, toPy: os.NewFile(uintptr(down[1]), "rtt-down"), fromPy: os.NewFile(uintptr(up[0]), "rtt-up")}
+	theirs := []*os.File{os.NewFile(uintptr(down[0]), "rtt-down-py"), os.NewFile(uintptr(up[1]), "rtt-up-py")}
+	d.cmd = exec.Command(python.DefaultInterpreter, append([]string{filepath.Join("testdata", "bench", "direct.py"), "--rtt-fd", "3,4"}, args...)...)
+	d.cmd.ExtraFiles = theirs
 	d.cmd.Stderr = os.Stderr
 	d.in = must(d.cmd.StdinPipe())
 	d.out = bufio.NewScanner(must(d.cmd.StdoutPipe()))
-	err = d.cmd.Start()
-	theirs.Close()
+	err := d.cmd.Start()
+	for _, f := range theirs {
+		f.Close()
+	}
 	if err != nil {
-		sock.Close()
+		d.toPy.Close()
+		d.fromPy.Close()
 		b.Fatal(err)
 	}
 	d.echo.Go(d.echoLoop)
@@ -102,7 +103,8 @@ func startDirect(b *testing.B, args ...string) *direct {
 			b.Errorf("direct.py: %v", err)
 		}
 		d.echo.Wait()
-		d.sock.Close()
+		d.toPy.Close()
+		d.fromPy.Close()
 	})
 	return d
 }
@@ -113,16 +115,16 @@ func (d *direct) echoLoop() {
 	var buf []byte
 	for {
 		var hdr [4]byte
-		if _, err := io.ReadFull(d.sock, hdr[:]); err != nil {
+		if _, err := io.ReadFull(d.fromPy, hdr[:]); err != nil {
 			return
 		}
 		n := int(binary.LittleEndian.Uint32(hdr[:]))
 		buf = slices.Grow(buf[:0], 4+n)[:4+n]
 		copy(buf, hdr[:])
-		if _, err := io.ReadFull(d.sock, buf[4:]); err != nil {
+		if _, err := io.ReadFull(d.fromPy, buf[4:]); err != nil {
 			return
 		}
-		if _, err := d.sock.Write(buf); err != nil {
+		if _, err := d.toPy.Write(buf); err != nil {
 			return
 		}
 	}
@@ -177,7 +179,7 @@ func median(xs []float64) float64 {
 
 // addSubRequest is one add_sub request of batch size 1; it checks the
 // model's answer once.
-func addSubRequest(b *testing.B, srv *triton.Server, model string) *triton.InferRequest {
+func addSubRequest(b testing.TB, srv *triton.Server, model string) *triton.InferRequest {
 	b.Helper()
 	x := []float32{0, 1, 2, 3}
 	req := &triton.InferRequest{Model: model, Inputs: []tensor.Tensor{
@@ -233,7 +235,7 @@ func cpuTimes(b *testing.B) (self, stubs time.Duration) {
 	return self, stubs
 }
 
-// rttSize is about the size of an execute command's JSON for one add_sub
+// rttSize is about the size of an execute command for one add_sub
 // request, the message of the round trips the breakdown measures.
 const rttSize = 256
 
@@ -245,8 +247,8 @@ const rttSize = 256
 // is server − direct per request, the round trip through the server and
 // the stub (target: under 50 µs); ratio is server ÷ direct. Beside it,
 // where the time goes: stub-µs/req (the stub's Python work for one execute
-// command without its socket: JSON both ways, the requests over shared
-// memory, execute, the outputs to shared memory), rtt-µs (one socket round trip of a 256-byte
+// command without its pipes: marshal both ways, the requests over shared
+// memory, execute, the outputs to shared memory), rtt-µs (one pipe round trip of a 256-byte
 // message from the stub's channel code in Python to a Go echo),
 // backend-µs/req (the backend's share of the request in the server's
 // statistics: inputs to shared memory, the stub's answer, outputs read

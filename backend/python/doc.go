@@ -7,8 +7,8 @@
 // server forms, and finalize at unload. Tensors cross through shared
 // memory: two anonymous memfd regions per stub (inputs one way, outputs the
 // other), so a numpy array in execute is a view of the server's bytes;
-// only small JSON messages cross the sockets, and a stub waiting for work
-// blocks on its socket.
+// only small messages (Python's marshal format) cross the pipes and the
+// socket, and a stub waiting for work blocks reading its command pipe.
 //
 // The module models import, triton_python_backend_utils, is ours (in
 // stub/): Tensor, InferenceRequest (with BLS: exec, exec(decoupled=True),

@@ -37,13 +37,14 @@ type launch struct {
 	log      *zap.Logger
 }
 
-// proc is one running stub process and its two sockets and regions.
+// proc is one running stub process, its pipes, socket and regions.
 type proc struct {
 	instance string
 	log      *zap.Logger
 	cmd      *exec.Cmd
-	cmds     *conn         // server → stub commands; the stub answers on the same socket
-	answers  *bufio.Reader // the stub's answers, read by the one issuing the command
+	cmds     *conn         // server → stub commands (a pipe)
+	answers  *bufio.Reader // the stub's answers (a pipe), read by the one issuing the command
+	ansFile  *os.File      // under answers
 	cmdMu    sync.Mutex    // one command at a time
 	async    *conn         // the stub's own messages; the server's replies to its calls
 	down, up *region
@@ -90,11 +91,20 @@ func startProc(l launch, h handler) (p *proc, err error) {
 		return nil, err
 	}
 	closers = append(closers, up.close)
-	cmdServer, cmdStub, err := socketPair("commands")
+	// Commands and answers each have a pipe of their own: on one socket
+	// for both, the server's read of an answer woke the stub, already
+	// waiting for its next command, for nothing (a socket has one wait
+	// queue for readers and writers), a context switch per request.
+	cmdStub, cmdServer, err := pipe("commands")
 	if err != nil {
 		return nil, err
 	}
 	closers = append(closers, cmdServer.Close, cmdStub.Close)
+	ansServer, ansStub, err := pipe("answers")
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, ansServer.Close, ansStub.Close)
 	replyServer, replyStub, err := socketPair("async")
 	if err != nil {
 		return nil, err
@@ -102,7 +112,7 @@ func startProc(l launch, h handler) (p *proc, err error) {
 	closers = append(closers, replyServer.Close, replyStub.Close)
 
 	cmd := exec.Command(l.python, "-u", l.stubDir+"/stub.py")
-	cmd.ExtraFiles = []*os.File{cmdStub, replyStub, down.file, up.file} // fds 3, 4, 5, 6
+	cmd.ExtraFiles = []*os.File{cmdStub, replyStub, down.file, up.file, ansStub} // fds 3, 4, 5, 6, 7
 	cmd.Env = append(os.Environ(), l.env...)
 	out := &lineLogger{log: l.log.With(zap.String("instance", l.instance))}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -112,22 +122,23 @@ func startProc(l launch, h handler) (p *proc, err error) {
 		return nil, fmt.Errorf("starting the Python stub process with %s: %w", l.python, err)
 	}
 	_ = cmdStub.Close()
+	_ = ansStub.Close()
 	_ = replyStub.Close()
-	// The command socket stays a blocking file: the goroutine that sent a
+	// The command pipes stay blocking files: the goroutine that sent a
 	// command waits for the answer in read(2) itself, one system call,
 	// where the netpoller would cost three or four (system calls are what
 	// dominate a round trip on a virtual machine).
-	cc := cmdServer
 	rc, err := net.FileConn(replyServer)
 	_ = replyServer.Close()
 	if err != nil {
-		_ = cc.Close()
+		_ = cmdServer.Close()
+		_ = ansServer.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("reply socket: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cc}, answers: bufio.NewReaderSize(cc, 64<<10),
+	p = &proc{instance: l.instance, log: l.log, cmd: cmd, cmds: &conn{c: cmdServer}, answers: bufio.NewReaderSize(ansServer, 64<<10), ansFile: ansServer,
 		async: &conn{c: rc}, down: down, up: up, h: h, dead: make(chan struct{}), handled: make(chan struct{}),
 		ctx: ctx, stop: stop, calls: map[uint64]chan *stubMsg{}, started: time.Now()}
 	p.cond = sync.NewCond(&p.mu)
@@ -139,6 +150,16 @@ func socketPair(what string) (server, stub *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the %s socket of a stub: %w", what, err)
+	}
+	return os.NewFile(uintptr(fds[0]), what), os.NewFile(uintptr(fds[1]), what), nil
+}
+
+// pipe makes a pipe whose ends are blocking files (os.Pipe's would go
+// through the netpoller).
+func pipe(what string) (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("creating the %s pipe of a stub: %w", what, err)
 	}
 	return os.NewFile(uintptr(fds[0]), what), os.NewFile(uintptr(fds[1]), what), nil
 }
@@ -184,6 +205,7 @@ func (p *proc) read() {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	_ = p.cmds.c.Close()
+	_ = p.ansFile.Close()
 	_ = p.async.c.Close()
 	close(p.dead)
 }
@@ -276,8 +298,8 @@ func (p *proc) exchange(msg message) (*stubMsg, error) {
 	return nil, p.err()
 }
 
-// call sends a request on the reply socket (is_ready) and waits for the
-// answer the stub sends back on the command socket.
+// call sends a request on the event socket (is_ready) and waits for the
+// answer the stub sends back on it.
 func (p *proc) call(ctx context.Context, op string) (*stubMsg, error) {
 	ch := make(chan *stubMsg, 1)
 	p.mu.Lock()

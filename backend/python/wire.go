@@ -13,8 +13,9 @@ import (
 // in Python's marshal format (marshal.go); tensor bytes are in shared
 // memory, messages only say where.
 //
-// Server → stub, command socket (read by the stub's main thread; the
-// answers come back on it, read by the goroutine that sent the command):
+// Server → stub, command pipe (read by the stub's main thread; the
+// answers come back on the answer pipe, read by the goroutine that sent
+// the command):
 //
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}

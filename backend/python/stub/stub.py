@@ -27,23 +27,23 @@ import json
 import marshal
 import mmap
 import os
-import socket
 import struct
 import sys
 import threading
 import traceback
 
-FD_CMD, FD_EVENTS, FD_DOWN, FD_UP = 3, 4, 5, 6
+FD_CMD, FD_EVENTS, FD_DOWN, FD_UP, FD_ANSWERS = 3, 4, 5, 6, 7
 _HEADER = 64  # bytes before every shared-memory block: the state word, padding
 _LEN = struct.Struct("<I")
 _STATE = struct.Struct("<I")
 
 
 class _Channel:
-    """One socket: length-prefixed marshal messages."""
+    """Length-prefixed marshal messages read from fd rfd and written to
+    wfd (a socket both ways, or two pipes)."""
 
-    def __init__(self, fd):
-        self.sock = socket.socket(fileno=fd)
+    def __init__(self, rfd, wfd):
+        self.rfd, self.wfd = rfd, wfd
         self.wlock = threading.Lock()
         self.buf = bytearray(1 << 16)
         self.view = memoryview(self.buf)
@@ -52,8 +52,13 @@ class _Channel:
 
     def send(self, msg):
         data = marshal.dumps(msg, 2)  # version 2: no references (the server's reader)
+        data = _LEN.pack(len(data)) + data
         with self.wlock:
-            self.sock.sendall(_LEN.pack(len(data)) + data)
+            k = os.write(self.wfd, data)
+            if k < len(data):
+                rest = memoryview(data)[k:]
+                while rest:
+                    rest = rest[os.write(self.wfd, rest):]
             self.sent += 1
 
     def _fill(self, need):
@@ -66,7 +71,7 @@ class _Channel:
             self.buf[:len(rest)] = rest
             self.start, self.end = 0, len(rest)
         while self.end - self.start < need:
-            k = self.sock.recv_into(self.view[self.end:])
+            k = os.readv(self.rfd, (self.view[self.end:],))
             if k == 0:
                 raise EOFError("the server closed the connection")
             self.end += k
@@ -1075,7 +1080,7 @@ def _watch_parent(parent):
 def main():
     global cmd, events, down
     import signal
-    cmd, events, down = _Channel(FD_CMD), _Channel(FD_EVENTS), _Region(FD_DOWN)
+    cmd, events, down = _Channel(FD_CMD, FD_ANSWERS), _Channel(FD_EVENTS, FD_EVENTS), _Region(FD_DOWN)
     # The server stops stubs with its own commands (or SIGKILL); a terminal's
     # Ctrl-C is for the server alone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -1,6 +1,6 @@
 # The limit of backend/python's benchmarks (bench_test.go): a model's
 # execute called directly inside one Python process, with no server, no
-# socket and no second process.
+# pipes and no second process.
 #
 # It imports the stub (../../stub/stub.py, which has no side effects when
 # imported and puts triton_python_backend_utils on the path), imports the
@@ -12,14 +12,14 @@
 #                 once (the stub's InferenceRequest, pb_utils.Tensor inputs);
 #                 prints ns per call
 #   stub N B      N rounds of what the stub does for one execute command
-#                 without its socket: decode the command's JSON, build the B
-#                 requests over shared memory (memfd), execute, write the
-#                 responses' tensors to shared memory, encode the reply's
-#                 JSON; prints ns per round
-#   rtt N SIZE    N round trips of a message of about SIZE bytes of JSON
-#                 over the socket on --rtt-fd, with the stub's own channel
-#                 code (the other end echoes each message); prints ns per
-#                 round trip
+#                 without its pipes: decode the command (marshal), build
+#                 the B requests over shared memory (memfd), execute, write
+#                 the responses' tensors to shared memory, encode the
+#                 answer; prints ns per round
+#   rtt N SIZE    N round trips of a message of about SIZE bytes over the
+#                 pipes on --rtt-fd R,W, with the stub's own channel code
+#                 (the other end echoes each message); prints ns per round
+#                 trip
 #
 # Run by hand (Debian's python3, which has numpy), e.g. for add_sub:
 #
@@ -55,7 +55,7 @@ def parse():
     p.add_argument("--config", default=_ADD_SUB_CONFIG, help="the model configuration as JSON")
     p.add_argument("--input", action="append", help="NAME:DTYPE:SHAPE, e.g. INPUT0:float32:1,4 (repeatable)")
     p.add_argument("--output", action="append", help="a requested output name (repeatable)")
-    p.add_argument("--rtt-fd", type=int, default=-1, help="a connected socket whose other end echoes messages")
+    p.add_argument("--rtt-fd", default="", help="R,W: pipes to read from and write to, whose other ends echo messages")
     p.add_argument("--run", action="append", help="a command (repeatable); without it, commands come from stdin")
     a = p.parse_args()
     a.input = a.input or ["INPUT0:float32:1,4", "INPUT1:float32:1,4"]
@@ -170,10 +170,10 @@ class Bench:
         return (time.perf_counter_ns() - t) / n
 
     def rtt(self, n, size):
-        if self.rtt_fd < 0:
+        if not self.rtt_fd:
             raise RuntimeError("no --rtt-fd")
         if self.channel is None:
-            self.channel = self.stub._Channel(self.rtt_fd)
+            self.channel = self.stub._Channel(*(int(fd) for fd in self.rtt_fd.split(",")))
         ch, msg = self.channel, {"op": "ping", "pad": "x" * max(size - 25, 0)}
         for _ in range(min(n, 100)):
             ch.send(msg)
