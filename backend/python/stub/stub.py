@@ -131,7 +131,9 @@ class _UpRegion(_Region):
         need = _HEADER + ((n + 63) & ~63)
         with self.lock:
             mm, live = self.mm, self.live
-            if live:  # drop the blocks the server released (state word 0)
+            while live and not mm[live[0][0]]:  # released first, the usual case: the cheap check
+                del live[0]
+            if live:  # drop the other blocks the server released (state word 0)
                 live = self.live = [b for b in live if mm[b[0]]]
             off, at = 0, len(live)
             if live:
@@ -180,10 +182,12 @@ _DTYPES = {  # Triton data type name → (numpy dtype, TRITONSERVER_DataType)
 }
 _TRITON_INT = {k: v[1] for k, v in _DTYPES.items()}
 _NUMPY_NAME = {}  # numpy dtype → Triton name (filled once numpy is there)
+_NUMPY_DTYPE = {}  # Triton name → numpy dtype (BF16: uint16)
 
 
 def _numpy_names():
     for name, (dt, _) in _DTYPES.items():
+        _NUMPY_DTYPE[name] = np.dtype(dt)
         if name not in ("BYTES", "BF16"):
             _NUMPY_NAME[np.dtype(dt)] = name
 
@@ -263,7 +267,7 @@ class Tensor:
             if self._dtype == "BYTES":
                 self._array = _decode_bytes(self._raw).reshape(self._shape)
             else:
-                self._array = np.frombuffer(self._raw, dtype=_DTYPES[self._dtype][0]).reshape(self._shape)
+                self._array = np.ndarray(self._shape, _NUMPY_DTYPE[self._dtype], self._raw)
         if self._dtype == "BF16":
             raise TritonModelException(
                 "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
@@ -423,8 +427,10 @@ def _write_tensors(tensors):
             a = t._array
             if t._dtype == "BYTES":
                 p = _encode_bytes(a)
+            elif a.nbytes <= 4096:
+                p = a.tobytes()  # small: a copy costs less than a cast
             else:
-                p = memoryview(a).cast("B") if a.size else b""
+                p = memoryview(a).cast("B")
         n = len(p) if type(p) is bytes else p.nbytes
         parts.append((t, p, n, total))
         total += (n + 63) & ~63
@@ -450,37 +456,46 @@ def _read_tensors(wire, copy):
 
 
 class _Batch:
-    """One execute command: its requests, their response senders, and where
-    the server raises their cancellation flags."""
+    """One execute command: its id, where the server raises its requests'
+    cancellation flags, and the block holding its responses' outputs. Its
+    requests point to it, not it to them, so that a batch's objects are
+    freed as soon as they are done with, not left to the cycle collector."""
+    __slots__ = ("id", "flags_off", "block")
 
-    def __init__(self, msg):
-        self.id = msg["id"]
-        self.flags_off = msg["flags"]
-        new, wire, view, model = InferenceRequest.__new__, Tensor._from_wire, down.view, _state["model"]
-        reqs = self.requests = []
-        for i, r in enumerate(msg["requests"]):
-            q = new(InferenceRequest)
-            q._batch, q._index, q._sender, q._model, q._version = self, i, None, model, -1
-            q._id = r.get("rid", "")
-            q._corr = r.get("corr", 0)
-            q._flags = r.get("flags", 0)
-            q._timeout = r.get("timeout", 0)
-            q._parameters = r.get("params") or {}
-            q._wanted = q._outputs = r["outputs"]
-            q._inputs = [wire(name, dtype, shape, view(off, n) if n else _EMPTY) for name, dtype, shape, off, n in r["inputs"]]
-            q._trace = None
-            reqs.append(q)
+    def __init__(self, id, flags_off):
+        self.id, self.flags_off, self.block = id, flags_off, None
 
     def cancelled(self, i):
         return down.view(self.flags_off + 4 * i, 1)[0] != 0
+
+
+def _requests(batch, wire):
+    """The requests of an execute command, their inputs views of the shared
+    memory the server wrote them to."""
+    new, tensor, view, model = InferenceRequest.__new__, _new_tensor, down.view, _state["model"]
+    reqs = []
+    for i, r in enumerate(wire):
+        q = new(InferenceRequest)
+        get = r.get
+        q._batch, q._index, q._sender, q._model, q._version, q._trace = batch, i, None, model, -1, None
+        q._id, q._corr, q._flags, q._timeout = get("rid", ""), get("corr", 0), get("flags", 0), get("timeout", 0)
+        q._parameters = get("params") or {}
+        q._wanted = q._outputs = r["outputs"]
+        q._inputs = inputs = []
+        for name, dtype, shape, off, n in r["inputs"]:
+            t = tensor(Tensor)
+            t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, shape, view(off, n) if n else _EMPTY, None
+            inputs.append(t)
+        reqs.append(q)
+    return reqs
 
 
 class InferenceResponseSender:
     """Sends the responses of one request (decoupled models, or one response
     sent late by a default model)."""
 
-    def __init__(self, batch, index):
-        self._batch, self._index = batch, index
+    def __init__(self, batch, index, wanted):
+        self._batch, self._index, self._wanted = batch, index, wanted
         self._sent, self._closed = 0, False
         self._lock = threading.Lock()
 
@@ -500,7 +515,7 @@ class InferenceResponseSender:
                         "Unable to send response. Non-decoupled model cannot send complete final before sending a response.")
             msg = {"op": "send", "batch": self._batch.id, "req": self._index, "final": bool(flags)}
             if response is not None:
-                msg["response"] = _wire_response(response, self._batch.requests[self._index]._wanted)
+                msg["response"] = _wire_response(response, self._wanted)
                 self._sent += 1
             if flags:
                 self._closed = True
@@ -589,7 +604,7 @@ class InferenceRequest:
         if self._batch is None:
             raise TritonModelException("Only requests passed to execute have a response sender.")
         if self._sender is None:
-            self._sender = InferenceResponseSender(self._batch, self._index)
+            self._sender = InferenceResponseSender(self._batch, self._index, self._wanted)
         return self._sender
 
     def is_cancelled(self):
@@ -989,20 +1004,19 @@ def _execute(msg):
     token = None
     _state["in_execute"] = True
     try:
-        batch = _Batch(msg)
-        requests = batch.requests
+        batch = _Batch(msg["id"], msg["flags"])
+        requests = _requests(batch, msg["requests"])
         token = _batch.set(batch)
         if _state.get("no_execute"):
             raise TritonModelException("Python model %s does not implement `execute` method." % _state["model"])
         result = _model.execute(requests)
-        if asyncio.iscoroutine(result):
+        if type(result) is not list and asyncio.iscoroutine(result):
             if _decoupled:
                 _background(result)
                 result = None
             else:
                 result = _await(result)
-        batch.block = None
-        reply["responses"] = _responses(batch, result)
+        reply["responses"] = _responses(batch, requests, result)
         if batch.block is not None:
             reply["block"] = batch.block
     except Exception as e:
@@ -1015,8 +1029,7 @@ def _execute(msg):
     return reply
 
 
-def _responses(batch, result):
-    requests = batch.requests
+def _responses(batch, requests, result):
     if _decoupled:
         if result is not None:
             raise TritonModelException(
