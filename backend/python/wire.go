@@ -9,8 +9,9 @@ import (
 )
 
 // The messages between the server and a stub (stub/stub.py is the other
-// side). Each is a 4-byte little-endian length and a dict with an "op",
-// in Python's marshal format (marshal.go); tensor bytes are in shared
+// side). Each is a 4-byte little-endian length and, in Python's marshal
+// format (marshal.go), a dict with an "op" or, for execute and its answer
+// (the hot path: no keys to build), a list; tensor bytes are in shared
 // memory, messages only say where.
 //
 // Server → stub, command pipe (read by the stub's main thread; the
@@ -19,8 +20,8 @@ import (
 //
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}
-//	execute   {id, flags, requests: [{rid, corr, flags, timeout, params, outputs, inputs}]}
-//	          → done {id, responses: [response|null], fail?, seq, block?}
+//	execute   ["execute", id, flags, [[rid, corr, flags, timeout, params|None, outputs, inputs]]]
+//	          → ("done", id, seq, block|None, fail|None, [response|None] | None)
 //	finalize  {} → ok, then the stub exits
 //
 // seq counts the events the stub sent before the answer: the server
@@ -44,9 +45,10 @@ import (
 //	reply {call, error?, outputs?, block?, final?, params?, id?, value?}
 //	ready {call}                                 run the model's is_ready
 //
-// A response is {outputs?: [tensor], error?: {msg, code}, params?}; a tensor
-// is [name, data type, shape, offset of its bytes, byte count]. The tensors of one response (or one BLS request) are in one
-// block of shared memory, the first at its start.
+// A response is (outputs|None, (message, code)|None, params|None); a
+// tensor is [name, data type, shape, offset of its bytes, byte count]. The
+// tensors of one response (or one BLS request) are in one block of shared
+// memory, the first at its start.
 
 // maxMessage bounds one message; tensors are not in it.
 const maxMessage = 64 << 20
@@ -145,46 +147,34 @@ type wireRequest struct {
 	Inputs  []wireTensor
 }
 
+// encode writes the command as a list, ["execute", id, flags, requests],
+// each request [rid, corr, flags, timeout, params, outputs, inputs]: no
+// dict keys to build and hash on the stub's hot path.
 func (m *executeMsg) encode(e *enc) {
-	e.dict()
-	e.key("op")
+	e.list(4)
 	e.str("execute")
-	e.key("id")
 	e.unsigned(m.ID)
-	e.key("flags")
 	e.integer(m.Flags)
-	e.key("requests")
 	e.list(len(m.Requests))
 	for i := range m.Requests {
 		r := &m.Requests[i]
-		e.dict()
-		if r.ID != "" {
-			e.key("rid")
-			e.str(r.ID)
-		}
+		e.list(7)
+		e.str(r.ID)
 		if r.Corr != nil {
-			e.key("corr")
 			e.value(r.Corr)
+		} else {
+			e.integer(0)
 		}
-		if r.Flags != 0 {
-			e.key("flags")
-			e.integer(int64(r.Flags))
-		}
-		if r.Timeout != 0 {
-			e.key("timeout")
-			e.integer(r.Timeout)
-		}
+		e.integer(int64(r.Flags))
+		e.integer(r.Timeout)
 		if len(r.Params) > 0 {
-			e.key("params")
 			e.value(r.Params)
+		} else {
+			e.none()
 		}
-		e.key("outputs")
 		e.strs(r.Outputs)
-		e.key("inputs")
 		encodeTensors(e, r.Inputs)
-		e.end()
 	}
-	e.end()
 }
 
 // replyMsg is a message on the event socket.
@@ -288,6 +278,9 @@ type stubMsg struct {
 
 // decode reads a stub's message.
 func (m *stubMsg) decode(d *dec) error {
+	if c := d.peek(); c == mList || c == mTuple {
+		return m.decodeDone(d)
+	}
 	if c, err := d.next(); err != nil {
 		return err
 	} else if c != mDict {
@@ -308,28 +301,6 @@ func (m *stubMsg) decode(d *dec) error {
 		case "id":
 			n, err = d.integer()
 			m.ID = uint64(n)
-		case "responses":
-			err = d.items(func(int) error {
-				if d.peek() == mNone {
-					d.off++
-					m.Responses = append(m.Responses, nil)
-					return nil
-				}
-				r := new(wireResponse)
-				m.Responses = append(m.Responses, r)
-				return r.decode(d)
-			})
-		case "block":
-			var b int64
-			b, err = d.integer()
-			m.Block = &b
-		case "seq":
-			n, err = d.integer()
-			m.Seq = uint64(n)
-		case "fail":
-			var s string
-			s, err = d.str()
-			m.Fail = &s
 		case "batch":
 			n, err = d.integer()
 			b := uint64(n)
@@ -433,20 +404,72 @@ func (m *stubMsg) decode(d *dec) error {
 	})
 }
 
-func (r *wireResponse) decode(d *dec) error {
-	if c, err := d.next(); err != nil {
-		return err
-	} else if c != mDict {
-		return fmt.Errorf("a response is a dict, not marshal type %q", c)
-	}
-	return d.each(func(k string) error {
+// decodeDone reads the answer to an execute command, ("done", id, seq,
+// block, fail, responses): block and fail may be None, responses is None
+// for a decoupled model, and each response None when its request's
+// response sender answered it.
+func (m *stubMsg) decodeDone(d *dec) error {
+	return d.items(func(i int) error {
 		var err error
-		switch k {
-		case "outputs":
+		var n int64
+		switch i {
+		case 0:
+			m.Op, err = d.str()
+		case 1:
+			n, err = d.integer()
+			m.ID = uint64(n)
+		case 2:
+			n, err = d.integer()
+			m.Seq = uint64(n)
+		case 3:
+			if d.peek() == mNone {
+				d.off++
+				break
+			}
+			var b int64
+			b, err = d.integer()
+			m.Block = &b
+		case 4:
+			if d.peek() == mNone {
+				d.off++
+				break
+			}
+			var s string
+			s, err = d.str()
+			m.Fail = &s
+		case 5:
+			err = d.items(func(int) error {
+				if d.peek() == mNone {
+					d.off++
+					m.Responses = append(m.Responses, nil)
+					return nil
+				}
+				r := new(wireResponse)
+				m.Responses = append(m.Responses, r)
+				return r.decode(d)
+			})
+		default:
+			_, err = d.value()
+		}
+		return err
+	})
+}
+
+// decode reads a response, (outputs, error, params), each may be None;
+// error is (message, code).
+func (r *wireResponse) decode(d *dec) error {
+	return d.items(func(i int) error {
+		var err error
+		switch i {
+		case 0:
 			r.Outputs, err = d.tensors()
-		case "error":
+		case 1:
+			if d.peek() == mNone {
+				d.off++
+				break
+			}
 			r.Error, err = d.wireError()
-		case "params":
+		case 2:
 			r.Params, err = d.params()
 		default:
 			_, err = d.value()
@@ -455,12 +478,30 @@ func (r *wireResponse) decode(d *dec) error {
 	})
 }
 
+// wireError reads an error: (message, code) in a response, {msg, code}
+// in the answer to an is_ready call.
 func (d *dec) wireError() (*wireError, error) {
 	e := new(wireError)
+	if c := d.peek(); c == mList || c == mTuple {
+		return e, d.items(func(i int) error {
+			var err error
+			switch i {
+			case 0:
+				e.Msg, err = d.str()
+			case 1:
+				var n int64
+				n, err = d.integer()
+				e.Code = int(n)
+			default:
+				_, err = d.value()
+			}
+			return err
+		})
+	}
 	if c, err := d.next(); err != nil {
 		return nil, err
 	} else if c != mDict {
-		return nil, fmt.Errorf("an error is a dict, not marshal type %q", c)
+		return nil, fmt.Errorf("an error is a dict or a tuple, not marshal type %q", c)
 	}
 	return e, d.each(func(k string) error {
 		var err error

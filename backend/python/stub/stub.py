@@ -387,35 +387,32 @@ class InferenceResponse:
         return json.dumps(self._parameters)
 
 
-def _wire_response(resp, wanted, pending=None):
-    """A response as the server reads it: the outputs it wants, written
-    into one shared-memory block; or, with pending, listed there to be
-    written with other responses' (into one block for a whole batch)."""
+def _response_parts(resp, wanted):
+    """A response's output tensors the server wants (None: none), its error
+    as (message, code) and its parameters (None: none)."""
     if not isinstance(resp, InferenceResponse):
         raise TritonModelException(
             "Expected an 'InferenceResponse' object in the execute function return list, found type '%s'." % type(resp))
-    out = {}
-    if resp._parameters:
-        out["params"] = resp._parameters
+    params = resp._parameters or None
     err = resp._error
     if err is not None:
         if isinstance(err, TritonError):
-            out["error"] = {"msg": err.message(), "code": err.code()}
-        else:
-            out["error"] = {"msg": str(err), "code": TritonError.INTERNAL}
-        return out
+            return None, (err.message(), err.code()), params
+        return None, (str(err), TritonError.INTERNAL), params
     tensors = resp._tensors
     if wanted is not None:
         for t in tensors:
             if t._name not in wanted:
                 tensors = [t for t in tensors if t._name in wanted]
                 break
-    if tensors:
-        if pending is None:
-            out["outputs"] = _write_tensors(tensors)
-        else:
-            pending.append((out, tensors))
-    return out
+    return tensors or None, None, params
+
+
+def _wire_response(resp, wanted):
+    """A response as the server reads it: (outputs, error, params), the
+    outputs it wants written into one block of shared memory."""
+    tensors, err, params = _response_parts(resp, wanted)
+    return (_write_tensors(tensors) if tensors else None), err, params
 
 
 def _write_tensors(tensors):
@@ -474,15 +471,13 @@ def _requests(batch, wire):
     memory the server wrote them to."""
     new, tensor, view, model = InferenceRequest.__new__, _new_tensor, down.view, _state["model"]
     reqs = []
-    for i, r in enumerate(wire):
+    for i, (rid, corr, flags, timeout, params, outputs, wired) in enumerate(wire):
         q = new(InferenceRequest)
-        get = r.get
         q._batch, q._index, q._sender, q._model, q._version, q._trace = batch, i, None, model, -1, None
-        q._id, q._corr, q._flags, q._timeout = get("rid", ""), get("corr", 0), get("flags", 0), get("timeout", 0)
-        q._parameters = get("params") or {}
-        q._wanted = q._outputs = r["outputs"]
+        q._id, q._corr, q._flags, q._timeout, q._parameters = rid, corr, flags, timeout, params or {}
+        q._wanted = q._outputs = outputs
         q._inputs = inputs = []
-        for name, dtype, shape, off, n in r["inputs"]:
+        for name, dtype, shape, off, n in wired:
             t = tensor(Tensor)
             t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, shape, view(off, n) if n else _EMPTY, None
             inputs.append(t)
@@ -1000,12 +995,14 @@ def _background(coro):
 
 
 def _execute(msg):
-    reply = {"op": "done", "id": msg["id"]}
-    token = None
+    """Runs an execute command, ["execute", id, flags, requests]; its answer
+    is ("done", id, seq, block, fail, responses)."""
+    _, bid, flags, wire = msg
+    responses = block = fail = token = None
     _state["in_execute"] = True
     try:
-        batch = _Batch(msg["id"], msg["flags"])
-        requests = _requests(batch, msg["requests"])
+        batch = _Batch(bid, flags)
+        requests = _requests(batch, wire)
         token = _batch.set(batch)
         if _state.get("no_execute"):
             raise TritonModelException("Python model %s does not implement `execute` method." % _state["model"])
@@ -1016,20 +1013,21 @@ def _execute(msg):
                 result = None
             else:
                 result = _await(result)
-        reply["responses"] = _responses(batch, requests, result)
-        if batch.block is not None:
-            reply["block"] = batch.block
+        responses = _responses(batch, requests, result)
+        block = batch.block
     except Exception as e:
-        reply["fail"] = _error_text(e)
+        fail = _error_text(e)
     finally:
         _state["in_execute"] = False
         if token is not None:
             _batch.reset(token)
-    reply["seq"] = events.sent  # the server handles those first
-    return reply
+    return "done", bid, events.sent, block, fail, responses  # seq: the server handles those events first
 
 
 def _responses(batch, requests, result):
+    """The wire form of execute's responses (None: answered through its
+    response sender), every output in one block of shared memory, whose
+    offset goes to batch.block."""
     if _decoupled:
         if result is not None:
             raise TritonModelException(
@@ -1043,16 +1041,19 @@ def _responses(batch, requests, result):
         raise TritonModelException(
             "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
             "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d\n" % (len(requests), len(result)))
-    # None: answered through its response sender
-    pending = []
-    out = [None if resp is None else _wire_response(resp, req._wanted, pending) for req, resp in zip(requests, result)]
-    if pending:  # every response's outputs in one block
-        wire = _write_tensors([t for _, ts in pending for t in ts])
-        at = 0
-        for o, ts in pending:
-            o["outputs"] = wire[at:at + len(ts)]
-            at += len(ts)
-        batch.block = wire[0][3]
+    parts = [None if resp is None else _response_parts(resp, req._wanted) for req, resp in zip(requests, result)]
+    tensors = [t for p in parts if p is not None and p[0] for t in p[0]]
+    if not tensors:
+        return parts
+    wire = _write_tensors(tensors)
+    batch.block = wire[0][3]
+    out, at = [], 0
+    for p in parts:
+        if p is not None and p[0]:
+            n = len(p[0])
+            p = (wire[at:at + n], p[1], p[2])
+            at += n
+        out.append(p)
     return out
 
 
@@ -1105,10 +1106,11 @@ def main():
             msg = cmd.recv()
         except (EOFError, OSError):
             os._exit(0)
+        if type(msg) is list:  # the one command that is not a dict, for speed
+            cmd.send(_execute(msg))
+            continue
         op = msg["op"]
-        if op == "execute":
-            reply = _execute(msg)
-        elif op == "init":
+        if op == "init":
             try:
                 reply = _init(msg)
             except BaseException as e:
