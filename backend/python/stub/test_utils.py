@@ -831,3 +831,4 @@ class ModelConfigTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+

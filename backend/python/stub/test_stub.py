@@ -1,0 +1,61 @@
+"""Tests of the stub's own code that runs without a server: how it builds
+the requests of an execute command over the server's shared memory.
+(Importing stub adds its classes to triton_python_backend_utils, hence a
+module of its own.)
+
+Run from this directory: /usr/bin/python3 -m unittest -v test_stub
+"""
+
+import gc
+import json
+import mmap
+import os
+import struct
+import unittest
+import weakref
+
+import numpy as np
+
+import stub
+import triton_python_backend_utils as pb_utils
+
+
+class StubRequestsTest(unittest.TestCase):
+    """The requests of an execute command, as stub._requests builds them from
+    the command's wire form over the server's shared memory."""
+
+    def setUp(self):
+        stub._numpy_names()
+        fd = os.memfd_create("test_down")
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 4096)
+        os.pwrite(fd, np.arange(4, dtype=np.float32).tobytes(), 128)
+        stub.down = stub._Region(fd)
+        self.mem = mmap.mmap(fd, 4096)
+        self.addCleanup(self.mem.close)
+        stub._state["model"] = "m"
+        self.wire = [["r1", 7, 3, 100, {"k": "v"}, ["OUT"], [["IN", "FP32", [2, 2], 128, 16], ["E", "FP32", [0], 0, 0]]]]
+
+    def test_fields(self):
+        (r,) = stub._requests(stub._Batch(1, 64), self.wire)
+        self.assertEqual((r.request_id(), r.correlation_id(), r.flags(), r.timeout()), ("r1", 7, 3, 100))
+        self.assertEqual(r.requested_output_names(), ["OUT"])
+        self.assertEqual(json.loads(r.parameters()), {"k": "v"})
+        self.assertEqual([t.name() for t in r.inputs()], ["IN", "E"])
+        self.assertEqual(pb_utils.get_input_tensor_by_name(r, "E").as_numpy().shape, (0,))
+
+    def test_input_is_a_view_of_shared_memory(self):
+        (r,) = stub._requests(stub._Batch(1, 64), self.wire)
+        a = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+        self.assertEqual((a.dtype, a.shape, a.tolist()), (np.float32, (2, 2), [[0, 1], [2, 3]]))
+        self.mem[128:132] = struct.pack("<f", 9.5)  # the server's bytes, changed under the array
+        self.assertEqual(a[0, 0], 9.5)
+
+    def test_freed_without_the_cycle_collector(self):
+        gc.disable()
+        self.addCleanup(gc.enable)
+        reqs = stub._requests(stub._Batch(1, 64), self.wire)
+        first, tensor = weakref.ref(reqs[0]), weakref.ref(reqs[0].inputs()[0])
+        del reqs
+        self.assertIsNone(first(), "a request outlived its list: it is in a reference cycle")
+        self.assertIsNone(tensor(), "an input outlived its request")
