@@ -239,6 +239,30 @@ instance_group [ { count: 2 kind: KIND_CPU } ]
 	}
 }
 
+// BenchmarkBatcherOneCaller is the other end of BenchmarkBatcherOverhead:
+// one goroutine calling Infer on the no-op backend with one instance and
+// dynamic_batching { }, so every request finds the instance free and its
+// batch is formed on its own goroutine (no trip through the scheduler).
+// Run: go test -run '^$' -bench BatcherOneCaller -benchmem .
+func BenchmarkBatcherOneCaller(b *testing.B) {
+	cfg := `backend: "noop" max_batch_size: 64
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+dynamic_batching { }
+`
+	srv := newServer(b, map[string]string{"noop/config.pbtxt": cfg, "noop/1/x": ""}, triton.WithBackend("noop", noopBatch))
+	ctx := context.Background()
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := srv.Infer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkResponseCache compares a cache hit with a miss on the same model
 // (the no-op backend, response_cache on): hit answers from memory, miss
 // runs the model (each iteration sends new inputs) and stores the answer.

@@ -187,7 +187,9 @@ func NewDynamic[T, I any](cfg Config, env Env[T, I], idle chan I) (*Dynamic[T, I
 // with the given queue-policy timeout (0: the level's default). It returns
 // ErrPriority or ErrTimeoutOverride for a request the configuration
 // forbids, ErrQueueFull when the level is full and ErrClosed after Close;
-// the item is then not queued. n must not be queued already.
+// the item is then not queued. n must not be queued already. With no
+// max_queue_delay and an instance free, the batch is formed and
+// Env.Dispatch called before Enqueue returns, on the caller's goroutine.
 func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.Duration) error {
 	lvl := d.defLevel
 	if priority != 0 {
