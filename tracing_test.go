@@ -442,9 +442,17 @@ func TestTraceNoTracer(t *testing.T) {
 // tracingServer serves the no-op model with a tracer of settings set (nil:
 // no tracer at all).
 func tracingServer(b *testing.B, set *settings.Trace) *triton.Server {
+	srv, _ := tracingServerStore(b, set)
+	return srv
+}
+
+// tracingServerStore is tracingServer with the settings store of its
+// tracer (nil without one).
+func tracingServerStore(b testing.TB, set *settings.Trace) (*triton.Server, *settings.Store) {
+	var store *settings.Store
 	opts := []triton.Option{triton.WithBackend("noop", noop)}
 	if set != nil {
-		store := settings.NewStore(nil)
+		store = settings.NewStore(nil)
 		s := *set
 		s.File = filepath.Join(b.TempDir(), "trace.json")
 		store.SetTraceDefaults(s)
@@ -455,7 +463,7 @@ func tracingServer(b *testing.B, set *settings.Trace) *triton.Server {
 		b.Cleanup(func() { tr.Close(context.Background()) })
 		opts = append(opts, triton.WithTracer(tr))
 	}
-	return newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, opts...)
+	return newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, opts...), store
 }
 
 func BenchmarkInferTracing(b *testing.B) {
@@ -501,6 +509,59 @@ func BenchmarkInferTracingPaired(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			pairedRatio(b, 20000, req, tracingServer(b, nil), tracingServer(b, &bc.set))
+		})
+	}
+}
+
+// BenchmarkInferTracingToggled measures the cost of tracing on one server
+// whose trace settings change between rounds of 20,000 requests: level OFF
+// (the tracer present, nothing to sample) against TIMESTAMPS at rate 1000
+// or 1, in alternating order; traced/none is the median of the rounds'
+// time ratios. Unlike BenchmarkInferTracingPaired's two servers, both
+// sides share one server, its memory and its instance, so what differs is
+// the settings alone; "control" toggles between two OFF settings and shows
+// what the method itself resolves.
+//
+// Run: go test -run '^$' -bench InferTracingToggled -benchtime 40x -count 5 .
+func BenchmarkInferTracingToggled(b *testing.B) {
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	req := &triton.InferRequest{Model: "noop", Inputs: []tensor.Tensor{in}}
+	off := settings.Trace{Rate: 1000, Count: -1}
+	for _, bc := range []struct {
+		name string
+		set  settings.Trace
+	}{
+		{"control", off},
+		{"rate1000", settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1}},
+		{"rate1", settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv, store := tracingServerStore(b, &off)
+			file := filepath.Join(b.TempDir(), "trace.json")
+			ctx := context.Background()
+			run := func(set settings.Trace) float64 {
+				set.File = file
+				store.SetTraceDefaults(set) // applies to the next request
+				start := time.Now()
+				for range 20000 {
+					if _, err := srv.Infer(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return float64(time.Since(start))
+			}
+			var ratios []float64
+			for b.Loop() {
+				var t0, t1 float64
+				if len(ratios)%2 == 0 {
+					t0, t1 = run(off), run(bc.set)
+				} else {
+					t1, t0 = run(bc.set), run(off)
+				}
+				ratios = append(ratios, t1/t0)
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "traced/none")
 		})
 	}
 }
