@@ -197,6 +197,15 @@ func (d *dec) peek() byte {
 	return d.b[d.off] &^ 0x80
 }
 
+// none consumes a None and reports whether there was one.
+func (d *dec) none() bool {
+	if d.peek() != mNone {
+		return false
+	}
+	d.off++
+	return true
+}
+
 func (d *dec) take(n int) ([]byte, error) {
 	if n < 0 || d.off+n > len(d.b) {
 		return nil, errShort

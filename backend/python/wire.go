@@ -364,8 +364,7 @@ func (m *stubMsg) decode(d *dec) error {
 			m.Family = uint64(n)
 		case "labels":
 			m.Labels = map[string]string{}
-			if d.peek() == mNone {
-				d.off++
+			if d.none() {
 				break
 			}
 			if _, err = d.next(); err == nil {
@@ -377,8 +376,7 @@ func (m *stubMsg) decode(d *dec) error {
 			}
 		case "buckets":
 			m.Buckets = []float64{}
-			if d.peek() == mNone {
-				d.off++
+			if d.none() {
 				m.Buckets = nil
 				break
 			}
@@ -422,16 +420,14 @@ func (m *stubMsg) decodeDone(d *dec) error {
 			n, err = d.integer()
 			m.Seq = uint64(n)
 		case 3:
-			if d.peek() == mNone {
-				d.off++
+			if d.none() {
 				break
 			}
 			var b int64
 			b, err = d.integer()
 			m.Block = &b
 		case 4:
-			if d.peek() == mNone {
-				d.off++
+			if d.none() {
 				break
 			}
 			var s string
@@ -439,8 +435,7 @@ func (m *stubMsg) decodeDone(d *dec) error {
 			m.Fail = &s
 		case 5:
 			err = d.items(func(int) error {
-				if d.peek() == mNone {
-					d.off++
+				if d.none() {
 					m.Responses = append(m.Responses, nil)
 					return nil
 				}
@@ -464,8 +459,7 @@ func (r *wireResponse) decode(d *dec) error {
 		case 0:
 			r.Outputs, err = d.tensors()
 		case 1:
-			if d.peek() == mNone {
-				d.off++
+			if d.none() {
 				break
 			}
 			r.Error, err = d.wireError()
