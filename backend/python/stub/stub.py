@@ -40,26 +40,32 @@ _STATE = struct.Struct("<I")
 
 class _Channel:
     """Length-prefixed marshal messages read from fd rfd and written to
-    wfd (a socket both ways, or two pipes)."""
+    wfd (a socket both ways, or two pipes). A shared channel is written
+    from any thread, one message at a time, and counts what it sent."""
 
-    def __init__(self, rfd, wfd):
+    def __init__(self, rfd, wfd, shared):
         self.rfd, self.wfd = rfd, wfd
-        self.wlock = threading.Lock()
+        self.wlock = threading.Lock() if shared else None
         self.buf = bytearray(1 << 16)
         self.view = memoryview(self.buf)
         self.start = self.end = 0  # unread bytes: buf[start:end]
-        self.sent = 0  # messages sent (answers say how many came before them)
+        self.sent = 0  # messages sent on a shared channel (answers say how many came before them)
 
     def send(self, msg):
         data = marshal.dumps(msg, 2)  # version 2: no references (the server's reader)
-        data = _LEN.pack(len(data)) + data
+        if self.wlock is None:
+            self._write(_LEN.pack(len(data)), data)
+            return
         with self.wlock:
-            k = os.write(self.wfd, data)
-            if k < len(data):
-                rest = memoryview(data)[k:]
-                while rest:
-                    rest = rest[os.write(self.wfd, rest):]
+            self._write(_LEN.pack(len(data)), data)
             self.sent += 1
+
+    def _write(self, head, data):
+        k = os.writev(self.wfd, (head, data))
+        if k < 4 + len(data):  # a partial write (a large message): the rest
+            rest = memoryview(head + data)[k:]
+            while rest:
+                rest = rest[os.write(self.wfd, rest):]
 
     def _fill(self, need):
         """Reads until buf[start:] holds need bytes (one recv, usually)."""
@@ -77,11 +83,14 @@ class _Channel:
             self.end += k
 
     def recv(self):
-        self._fill(4)
+        if self.end - self.start < 4:
+            self._fill(4)  # reads what is there: the whole message, usually
         (n,) = _LEN.unpack_from(self.buf, self.start)
-        self._fill(4 + n)
-        msg = marshal.loads(self.view[self.start + 4:self.start + 4 + n])
-        self.start += 4 + n
+        if self.end - self.start < 4 + n:
+            self._fill(4 + n)
+        at = self.start + 4
+        msg = marshal.loads(self.view[at:at + n])
+        self.start = at + n
         if self.start == self.end:
             self.start = self.end = 0
         return msg
@@ -1094,7 +1103,7 @@ def _watch_parent(parent):
 def main():
     global cmd, events, down
     import signal
-    cmd, events, down = _Channel(FD_CMD, FD_ANSWERS), _Channel(FD_EVENTS, FD_EVENTS), _Region(FD_DOWN)
+    cmd, events, down = _Channel(FD_CMD, FD_ANSWERS, False), _Channel(FD_EVENTS, FD_EVENTS, True), _Region(FD_DOWN)
     # The server stops stubs with its own commands (or SIGKILL); a terminal's
     # Ctrl-C is for the server alone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -11,6 +11,7 @@ import json
 import mmap
 import os
 import struct
+import threading
 import unittest
 import weakref
 
@@ -59,3 +60,27 @@ class StubRequestsTest(unittest.TestCase):
         del reqs
         self.assertIsNone(first(), "a request outlived its list: it is in a reference cycle")
         self.assertIsNone(tensor(), "an input outlived its request")
+
+
+class ChannelTest(unittest.TestCase):
+    """The stub's message channel over a pipe: messages in order, one larger
+    than the pipe and the read buffer, and the end of the pipe."""
+
+    def test_round_trip(self):
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        tx, rx = stub._Channel(-1, w, True), stub._Channel(r, -1, False)
+        big = {"op": "x", "pad": "y" * (3 << 20)}  # beyond the pipe's 64 KiB and the 64 KiB buffer
+        msgs = [["execute", 1, 64, []], big, ("done", 1, 0, None, None, None)]
+        def write():
+            for m in msgs:
+                tx.send(m)
+            os.close(w)
+        writer = threading.Thread(target=write)
+        writer.start()
+        got = [rx.recv() for _ in msgs]
+        writer.join()
+        self.assertEqual(got, msgs)
+        self.assertEqual(tx.sent, 3)
+        with self.assertRaises(EOFError):
+            rx.recv()

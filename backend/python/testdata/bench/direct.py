@@ -173,7 +173,8 @@ class Bench:
         if not self.rtt_fd:
             raise RuntimeError("no --rtt-fd")
         if self.channel is None:
-            self.channel = self.stub._Channel(*(int(fd) for fd in self.rtt_fd.split(",")))
+            rfd, wfd = (int(fd) for fd in self.rtt_fd.split(","))
+            self.channel = self.stub._Channel(rfd, wfd, False)  # as the stub's command channel
         ch, msg = self.channel, {"op": "ping", "pad": "x" * max(size - 25, 0)}
         for _ in range(min(n, 100)):
             ch.send(msg)
