@@ -672,6 +672,7 @@ func TestEnqueueDispatches(t *testing.T) {
 				var got [][]int
 				var inline []bool
 				idle := make(chan int, 1)
+				dispatched := make(chan struct{}, 1)
 				env := Env[*item, int]{
 					Size:       func(it *item) int64 { return it.rows },
 					Compatible: func(a, b *item) bool { return true },
@@ -684,6 +685,7 @@ func TestEnqueueDispatches(t *testing.T) {
 						defer mu.Unlock()
 						got = append(got, []int{batch[0].id})
 						inline = append(inline, strings.Contains(stack, ").Enqueue("))
+						dispatched <- struct{}{}
 					},
 				}
 				d, err := NewDynamic(Config{MaxBatchSize: 4, MaxQueueDelay: tc.delay}, env, idle)
@@ -702,8 +704,7 @@ func TestEnqueueDispatches(t *testing.T) {
 					synctest.Wait()
 					idle <- 0
 				}
-				time.Sleep(tc.delay)
-				synctest.Wait()
+				<-dispatched // after the delay, on the fake clock
 				mu.Lock()
 				defer mu.Unlock()
 				if len(got) != 1 || got[0][0] != 1 {
