@@ -270,6 +270,10 @@ type hangWatch struct {
 }
 
 func (in *instance) watchHang(ctx context.Context, p *proc, r *run) *hangWatch {
+	at, ok := hangDeadline(ctx, r.reqs)
+	if !ok && ctx.Done() == nil {
+		return nil // no deadline, no cancellation: nothing to watch for
+	}
 	w := &hangWatch{}
 	grace := in.m.b.stubTimeout
 	kill := func() {
@@ -282,7 +286,7 @@ func (in *instance) watchHang(ctx context.Context, p *proc, r *run) *hangWatch {
 			w.timers = append(w.timers, time.AfterFunc(d, kill))
 		}
 	}
-	if at, ok := hangDeadline(ctx, r.reqs); ok {
+	if ok {
 		arm(time.Until(at) + grace)
 	}
 	w.after = context.AfterFunc(ctx, func() {
@@ -295,6 +299,9 @@ func (in *instance) watchHang(ctx context.Context, p *proc, r *run) *hangWatch {
 }
 
 func (w *hangWatch) stop() {
+	if w == nil {
+		return
+	}
 	w.after()
 	w.mu.Lock()
 	defer w.mu.Unlock()
