@@ -54,6 +54,21 @@ ensemble_scheduling { step [
 // settings.Trace: without a tracer).
 func onnxTraced(t testing.TB, extra string, set settings.Trace) (*triton.Server, *trace.Tracer, string) {
 	t.Helper()
+	var store *settings.Store
+	if set != (settings.Trace{}) {
+		store = settings.NewStore(nil)
+		set.File = filepath.Join(t.TempDir(), "trace.json")
+		store.SetTraceDefaults(set)
+	}
+	srv, tr := onnxServer(t, extra, store)
+	return srv, tr, set.File
+}
+
+// onnxServer serves add_sub.onnx (with extra config text) and the twice
+// ensemble from a folder, with a tracer following store's settings (none
+// for a nil store).
+func onnxServer(t testing.TB, extra string, store *settings.Store) (*triton.Server, *trace.Tracer) {
+	t.Helper()
 	model := filepath.Join("backend", "onnxruntime", "testdata", "models", "add_sub.onnx")
 	testenv.Need(t, model, "the ONNX test models are committed under backend/onnxruntime/testdata")
 	testenv.NeedLibrary(t)
@@ -77,10 +92,7 @@ func onnxTraced(t testing.TB, extra string, set settings.Trace) (*triton.Server,
 		}
 	}
 	var tr *trace.Tracer
-	if set != (settings.Trace{}) {
-		store := settings.NewStore(nil)
-		set.File = filepath.Join(t.TempDir(), "trace.json")
-		store.SetTraceDefaults(set)
+	if store != nil {
 		if tr, err = trace.New(store, trace.Config{}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +109,7 @@ func onnxTraced(t testing.TB, extra string, set settings.Trace) (*triton.Server,
 			tr.Close(context.Background())
 		}
 	})
-	return srv, tr, set.File
+	return srv, tr
 }
 
 func fp32Inputs(t testing.TB, a, b string, rows int, f func(i int) (float32, float32)) []tensor.Tensor {
@@ -209,23 +221,23 @@ func TestTraceONNXUnderLoad(t *testing.T) {
 	}
 }
 
-// BenchmarkInferTracingPairedONNX is BenchmarkInferTracingPaired on the
-// ONNX add_sub model (16 FP32 elements, one instance): the cost of tracing
-// at rate 1000 and at rate 1 beside a model that does some work.
-func BenchmarkInferTracingPairedONNX(b *testing.B) {
-	none, _, _ := onnxTraced(b, "", settings.Trace{})
+// BenchmarkInferTracingInterleavedONNX is BenchmarkInferTracingInterleaved
+// on the ONNX add_sub model of the example repository (16 FP32 elements,
+// one instance, 8–11 µs a request), a model that does some work.
+//
+// Run: go test -run '^$' -bench InferTracingInterleavedONNX -benchtime 600x -count 3 .
+func BenchmarkInferTracingInterleavedONNX(b *testing.B) {
 	req := &triton.InferRequest{Model: "add_sub", Inputs: fp32Inputs(b, "INPUT0", "INPUT1", 1, func(i int) (float32, float32) { return float32(i), 1 })}
-	for _, bc := range []struct {
-		name string
-		set  settings.Trace
-	}{
-		{"control", settings.Trace{}}, // a second server without a tracer: what the pairing itself shows
-		{"rate1000", settings.Trace{Level: settings.TraceTimestamps, Rate: 1000, Count: -1}},
-		{"rate1", settings.Trace{Level: settings.TraceTimestamps, Rate: 1, Count: -1}},
-	} {
+	for _, bc := range traceCases {
 		b.Run(bc.name, func(b *testing.B) {
-			traced, _, _ := onnxTraced(b, "", bc.set)
-			pairedRatio(b, 5000, req, none, traced)
+			var srvs [2]*triton.Server
+			var stores [2]*settings.Store
+			for i := range srvs {
+				stores[i] = settings.NewStore(nil)
+				stores[i].SetTraceDefaults(traceOff)
+				srvs[i], _ = onnxServer(b, "", stores[i])
+			}
+			interleavedRatio(b, 1000, srvs, stores, req, bc.set)
 		})
 	}
 }
