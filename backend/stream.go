@@ -98,6 +98,27 @@ func (s *Sender) Send(ctx context.Context, resp Response) error {
 	return nil
 }
 
+// TrySend is [Sender.Send] without the wait: when the stream's buffer is
+// full it returns false and a nil error, and resp is not sent (a backend
+// that keeps its own queue sends it later). Its errors are Send's.
+func (s *Sender) TrySend(resp Response) (sent bool, err error) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if err := s.state(); err != nil {
+		return false, err
+	}
+	resp.sent = time.Now()
+	select {
+	case s.ch <- resp:
+	default:
+		return false, nil
+	}
+	if resp.Final {
+		s.end(nil)
+	}
+	return true, nil
+}
+
 // Done returns a channel closed once the stream has ended: the final
 // response was sent, or the request was cancelled or failed. A backend
 // goroutine selects on it to stop early.

@@ -50,6 +50,36 @@ func TestSenderFinal(t *testing.T) {
 	}
 }
 
+// TestSenderTrySend: TrySend sends while the buffer has room, refuses
+// without waiting when it is full, and fails as Send does once the stream
+// has ended.
+func TestSenderTrySend(t *testing.T) {
+	st := backend.NewStream("r", 1)
+	s := st.Sender()
+	ctx := context.Background()
+	if sent, err := s.TrySend(backend.Response{}); !sent || err != nil {
+		t.Fatalf("TrySend with room = %v, %v", sent, err)
+	}
+	if sent, err := s.TrySend(backend.Response{Final: true}); sent || err != nil {
+		t.Fatalf("TrySend on a full buffer = %v, %v; want false, nil", sent, err)
+	}
+	if closed(s.Done()) {
+		t.Fatal("a final response TrySend did not send ended the stream")
+	}
+	if r := st.Recv(ctx); r.Final || r.SentAt().IsZero() {
+		t.Fatalf("first response %+v", r)
+	}
+	if sent, err := s.TrySend(backend.Response{Final: true}); !sent || err != nil {
+		t.Fatalf("TrySend after the consumer took one = %v, %v", sent, err)
+	}
+	if !closed(s.Done()) {
+		t.Error("Done not closed after the final response")
+	}
+	if sent, err := s.TrySend(backend.Response{}); sent || !errors.Is(err, backend.ErrAfterFinal) {
+		t.Errorf("TrySend after final = %v, %v; want ErrAfterFinal", sent, err)
+	}
+}
+
 func TestStreamEnd(t *testing.T) {
 	st := backend.NewStream("r", 4)
 	s := st.Sender()

@@ -276,7 +276,7 @@ func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) e
 // init sends the init command and reads its answer.
 func (m *model) init(ctx context.Context, p *proc, args map[string]string, autoComplete bool) (*stubMsg, error) {
 	ans, err := p.command(ctx, &initMsg{Args: args, Path: m.file, ModelDir: m.spec.Dir,
-		AutoComplete: autoComplete, ShmGrowth: m.b.shmGrowth, ShmLimit: m.b.shmLimit})
+		AutoComplete: autoComplete, ShmGrowth: m.b.shmGrowth, ShmLimit: m.b.shmLimit, SendWindow: sendWindow})
 	if err != nil {
 		return nil, err
 	}

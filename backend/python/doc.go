@@ -15,6 +15,12 @@
 // async_exec), InferenceResponse, TritonError, Logger, MetricFamily,
 // ModelConfig for auto_complete_config, and Triton's helper functions.
 //
+// A decoupled request's response sender has credits (sendWindow): send
+// waits while that many of its responses are ahead of what the server has
+// handed on to the request's stream, so a slow consumer holds back its own
+// request only, never the stub's event reader and the other requests, and
+// what the server keeps for it is bounded.
+//
 // A stub that dies (killed, crashed) fails the requests it had and is
 // replaced by a new one; one still executing a batch stub-timeout-seconds
 // after every request of the batch passed its deadline is killed and

@@ -100,7 +100,7 @@ func (in *instance) watch(p *proc) {
 	in.mu.Unlock()
 	close(p.handled)
 	for _, r := range lost {
-		r.abandon(in.ctx, cause)
+		in.abandon(r, cause)
 	}
 	in.metrics.closeOwner(p)
 	p.release()
@@ -208,6 +208,7 @@ type run struct {
 	ctx       context.Context
 	reqs      []*backend.Request
 	senders   []*backend.Sender // decoupled models
+	out       []*outbox         // decoupled models: what goes to senders
 	block     int64             // the down block holding the cancel flags and the inputs
 	decoupled bool
 	finished  chan struct{} // closed once every request is complete and execute returned
@@ -383,6 +384,7 @@ func (in *instance) prepare(ctx context.Context, p *proc, b *backend.Batch) (*ru
 				return nil, nil, fmt.Errorf("model '%s' is decoupled but request %q has no response sender", in.m.spec.Name, req.ID)
 			}
 			r.senders = append(r.senders, s)
+			r.out = append(r.out, &outbox{sender: s})
 		}
 	}
 	in.mu.Lock()
@@ -452,7 +454,7 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 		for i := range r.reqs {
 			if !r.complete[i] {
 				if r.decoupled {
-					_ = r.senders[i].Send(in.ctx, backend.Response{Err: r.fail, Final: true})
+					in.forward(p, r, i, backend.Response{Err: r.fail, Final: true})
 				}
 				r.completed(i)
 			}
@@ -492,9 +494,7 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		if m.Response != nil {
 			resp.Outputs, resp.Err = in.read(p, m.Response, true)
 		}
-		if err := r.senders[m.Req].Send(in.ctx, resp); err != nil && !m.Final {
-			in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[m.Req].ID), zap.Error(err))
-		}
+		in.forward(p, r, m.Req, resp)
 	} else if m.Response != nil {
 		in.apply(p, r.reqs[m.Req], m.Response, true)
 	}
@@ -529,7 +529,7 @@ func (in *instance) finishIfDone(r *run) {
 }
 
 // abandon ends a batch whose stub died.
-func (r *run) abandon(ctx context.Context, cause error) {
+func (in *instance) abandon(r *run, cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -537,13 +537,101 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	r.ended = true
 	if r.decoupled {
-		for i, s := range r.senders {
+		for i := range r.senders {
 			if !r.complete[i] {
-				_ = s.Send(ctx, backend.Response{Err: cause, Final: true})
+				in.forward(r.p, r, i, backend.Response{Err: cause, Final: true})
 			}
 		}
 	}
 	close(r.finished)
+}
+
+// sendWindow is how many responses of one request of a decoupled model
+// the stub may send ahead of what the server has handed on to the
+// request's Sender: the stub's response sender starts with that many
+// credits and waits when it has none left (see outbox).
+const sendWindow = 16
+
+// outbox takes the responses of one request of a decoupled model to its
+// Sender, in order, without ever blocking the stub's event reader: a
+// response the Sender's buffer has no room for (its consumer reads
+// slowly) waits here for a goroutine that hands it on as room comes, while
+// the reader goes on with the stub's other requests and messages. The
+// stub's credits bound what waits to sendWindow responses; each response
+// handed on, or dropped because the stream has ended, earns a credit back,
+// returned to the stub sendWindow/2 at a time.
+type outbox struct {
+	sender *backend.Sender
+
+	mu sync.Mutex
+	// mu protects the following.
+	queue   []backend.Response
+	running bool // a goroutine is emptying queue
+	owed    int  // credits earned and not returned yet
+}
+
+// forward hands resp, request i's, on to its Sender: at once when nothing
+// of the request waits and the Sender has room, else after what waits.
+func (in *instance) forward(p *proc, r *run, i int, resp backend.Response) {
+	o := r.out[i]
+	o.mu.Lock()
+	if len(o.queue) == 0 && !o.running {
+		sent, err := o.sender.TrySend(resp)
+		if sent || err != nil {
+			o.mu.Unlock()
+			in.handedOn(p, r, i, resp, err)
+			return
+		}
+	}
+	o.queue = append(o.queue, resp)
+	start := !o.running
+	o.running = true
+	o.mu.Unlock()
+	if start {
+		in.wg.Go(func() { in.drain(p, r, i) })
+	}
+}
+
+// drain hands request i's waiting responses on, waiting for room in its
+// Sender; it ends once none waits. A stream that ends (the consumer went
+// away, the instance closes) fails the waits at once.
+func (in *instance) drain(p *proc, r *run, i int) {
+	o := r.out[i]
+	for {
+		o.mu.Lock()
+		if len(o.queue) == 0 {
+			o.running = false
+			o.mu.Unlock()
+			return
+		}
+		resp := o.queue[0]
+		o.queue[0] = backend.Response{}
+		o.queue = o.queue[1:]
+		o.mu.Unlock()
+		in.handedOn(p, r, i, resp, o.sender.Send(in.ctx, resp))
+	}
+}
+
+// handedOn records that request i's resp has left the server's hands
+// (err: it was dropped) and returns the stub its credits when enough are
+// owed, or when resp was the request's last.
+func (in *instance) handedOn(p *proc, r *run, i int, resp backend.Response, err error) {
+	if err != nil && !resp.Final {
+		in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[i].ID), zap.Error(err))
+	}
+	o := r.out[i]
+	o.mu.Lock()
+	o.owed++
+	n := o.owed
+	if n < sendWindow/2 || resp.Final {
+		o.mu.Unlock()
+		return // the sender will not send again after its final response
+	}
+	o.owed = 0
+	o.mu.Unlock()
+	if err := p.async.send(&creditMsg{Batch: r.id, Req: i, N: n}); err != nil {
+		in.log.Debug("credits not returned to the stub", zap.Error(err))
+	}
 }
 
 // apply sets a default model's response on its request; release gives

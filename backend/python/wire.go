@@ -110,6 +110,7 @@ type initMsg struct {
 	AutoComplete bool
 	ShmGrowth    int64
 	ShmLimit     int64
+	SendWindow   int // responses a decoupled request's sender may send ahead of the server's credits
 }
 
 func (m *initMsg) encode(e *enc) {
@@ -128,6 +129,29 @@ func (m *initMsg) encode(e *enc) {
 	e.integer(m.ShmGrowth)
 	e.key("shm_limit")
 	e.integer(m.ShmLimit)
+	e.key("send_window")
+	e.integer(int64(m.SendWindow))
+	e.end()
+}
+
+// creditMsg gives a decoupled request's response sender back n credits
+// (the server handed n of its responses on).
+type creditMsg struct {
+	Batch uint64
+	Req   int
+	N     int
+}
+
+func (m *creditMsg) encode(e *enc) {
+	e.dict()
+	e.key("op")
+	e.str("credit")
+	e.key("batch")
+	e.unsigned(m.Batch)
+	e.key("req")
+	e.integer(int64(m.Req))
+	e.key("n")
+	e.integer(int64(m.N))
 	e.end()
 }
 

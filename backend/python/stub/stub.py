@@ -496,12 +496,24 @@ def _requests(batch, wire):
 
 class InferenceResponseSender:
     """Sends the responses of one request (decoupled models, or one response
-    sent late by a default model)."""
+    sent late by a default model).
+
+    A decoupled model's sender has credits: how many more responses the
+    server takes now. It starts with the window the server gave at init,
+    spends one a response and gets them back as the server hands the
+    responses on to their consumer ("credit" messages), so that a consumer
+    that reads slowly holds back the sends of its own request only, not
+    the stub's other requests nor its messages, and the server buffers
+    a bounded number of responses for it."""
 
     def __init__(self, batch, index, wanted):
         self._batch, self._index, self._wanted = batch, index, wanted
         self._sent, self._closed = 0, False
         self._lock = threading.Lock()
+        self._credits, self._broken = _send_window, None
+        if _decoupled and _send_window:
+            self._room = threading.Condition(self._lock)
+            _senders.add(self)
 
     def send(self, response=None, flags=0):
         if flags not in (0, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL):
@@ -517,13 +529,30 @@ class InferenceResponseSender:
                 if response is None and not self._sent:
                     raise TritonModelException(
                         "Unable to send response. Non-decoupled model cannot send complete final before sending a response.")
+            if _decoupled and _send_window:
+                while self._credits <= 0 and self._broken is None:
+                    self._room.wait()
+                if self._broken is not None:
+                    raise TritonModelException("Unable to send response. " + self._broken)
+                self._credits -= 1
             msg = {"op": "send", "batch": self._batch.id, "req": self._index, "final": bool(flags)}
             if response is not None:
                 msg["response"] = _wire_response(response, self._wanted)
                 self._sent += 1
             if flags:
                 self._closed = True
+                _senders.discard(self)
             events.send(msg)
+
+    def _credit(self, n):
+        with self._lock:
+            self._credits += n
+            self._room.notify_all()
+
+    def _break(self, message):
+        with self._lock:
+            self._broken = message
+            self._room.notify_all()
 
     def is_cancelled(self):
         return self._batch.cancelled(self._index)
@@ -707,6 +736,40 @@ class _Calls:
 
 
 _calls = _Calls()
+
+
+class _Senders:
+    """The decoupled response senders that may still send, by (batch id,
+    request index), for the server's credit messages."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.open = {}
+
+    def add(self, sender):
+        with self.lock:
+            self.open[(sender._batch.id, sender._index)] = sender
+
+    def discard(self, sender):
+        with self.lock:
+            if self.open.get((sender._batch.id, sender._index)) is sender:
+                del self.open[(sender._batch.id, sender._index)]
+
+    def credit(self, batch, index, n):
+        with self.lock:
+            sender = self.open.get((batch, index))
+        if sender is not None:
+            sender._credit(n)
+
+    def break_all(self, message):
+        with self.lock:
+            senders = list(self.open.values())
+        for sender in senders:
+            sender._break(message)
+
+
+_senders = _Senders()
+_send_window = 0  # the server's window of responses a request (init); 0: no credits
 
 
 def _bls_response(reply):
@@ -940,7 +1003,7 @@ def _import_model(msg):
 
 
 def _init(msg):
-    global _model, _decoupled, up
+    global _model, _decoupled, _send_window, up
     if np is None:
         raise TritonModelException(
             "the interpreter %s cannot import numpy (%s); install Debian's python3-numpy, or name an "
@@ -961,6 +1024,7 @@ def _init(msg):
                 "auto_complete_config function in model '%s' must return a valid pb.ModelConfig object." % args["model_name"])
         return {"op": "ok", "config": json.dumps(cfg.as_dict())}
     _decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
+    _send_window = msg.get("send_window", 0)
     model = cls()
     if hasattr(model, "initialize"):
         model.initialize(args)
@@ -1084,12 +1148,15 @@ def _reply_loop():
             op = msg["op"]
             if op == "reply":
                 _calls.deliver(msg["call"], msg)
+            elif op == "credit":
+                _senders.credit(msg["batch"], msg["req"], msg["n"])
             elif op == "ready":
                 r = _ready()
                 r.update(op="ready", call=msg["call"])
                 events.send(r)
     except (EOFError, OSError):
         _calls.fail_all("the server closed the connection")
+        _senders.break_all("The server closed the connection.")
 
 
 def _watch_parent(parent):
