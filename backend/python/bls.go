@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,6 +39,14 @@ func (in *instance) bls(p *proc, m *stubMsg) {
 		in.calls = map[uint64]context.CancelFunc{}
 	}
 	in.calls[m.Call] = cancel
+	var cr *credit
+	if m.Decoupled {
+		cr = &credit{n: sendWindow, more: make(chan struct{}, 1)}
+		if in.credits == nil {
+			in.credits = map[uint64]*credit{}
+		}
+		in.credits[m.Call] = cr
+	}
 	in.mu.Unlock()
 	p.users.Add(1)
 	in.wg.Go(func() {
@@ -47,13 +56,75 @@ func (in *instance) bls(p *proc, m *stubMsg) {
 			cancel()
 			in.mu.Lock()
 			delete(in.calls, m.Call)
+			delete(in.credits, m.Call)
 			in.mu.Unlock()
 		}()
-		in.runBLS(ctx, p, m, inputs)
+		in.runBLS(ctx, p, m, inputs, cr)
 	})
 }
 
-func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []tensor.Tensor) {
+// credit is what the server may still send a decoupled BLS request's
+// iterator in the stub: sendWindow responses ahead of those the model has
+// taken, which the stub reports (bls_credit) sendWindow/2 at a time, so
+// that a model that iterates slowly holds back the called model's stream
+// (its Sender blocks) rather than piling responses up in the stub.
+type credit struct {
+	mu   sync.Mutex
+	n    int
+	more chan struct{} // signalled when n grows
+}
+
+func (c *credit) give(n int) {
+	c.mu.Lock()
+	c.n += n
+	c.mu.Unlock()
+	select {
+	case c.more <- struct{}{}:
+	default:
+	}
+}
+
+// take spends one credit, waiting for one while there is none; false
+// when ctx ends first.
+func (c *credit) take(ctx context.Context) bool {
+	if c == nil {
+		return true // not a decoupled request: one reply, the final one
+	}
+	for {
+		c.mu.Lock()
+		if c.n > 0 {
+			c.n--
+			c.mu.Unlock()
+			return true
+		}
+		c.mu.Unlock()
+		if blsWaitHook != nil {
+			blsWaitHook()
+		}
+		select {
+		case <-c.more:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// blsWaitHook, when set (by tests), is called each time a decoupled BLS
+// request waits for credits.
+var blsWaitHook func()
+
+// blsCredit gives a decoupled BLS request the credits its iterator
+// returned.
+func (in *instance) blsCredit(call uint64, n int) {
+	in.mu.Lock()
+	cr := in.credits[call]
+	in.mu.Unlock()
+	if cr != nil && n > 0 {
+		cr.give(n)
+	}
+}
+
+func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []tensor.Tensor, cr *credit) {
 	caller := in.m.spec.Caller
 	if caller == nil {
 		in.releaseInputs(p, m)
@@ -74,12 +145,12 @@ func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []te
 			return
 		}
 		resp, err := caller.Infer(ctx, req)
-		in.releaseInputs(p, m)
 		var outs []tensor.Tensor
 		if resp != nil {
 			outs = resp.Outputs
 		}
-		in.reply(p, m.Call, m.Model, outs, err, true)
+		in.reply(p, m.Call, m.Model, outs, err, true) // before the inputs go: an output may be one of them
+		in.releaseInputs(p, m)
 		return
 	}
 	final := false
@@ -90,6 +161,12 @@ func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []te
 		}
 		if err != nil {
 			final = true
+		}
+		if !final && !cr.take(ctx) {
+			// The call ended (cancelled, the stub gone) while the model had
+			// not taken the earlier responses: the last reply says why,
+			// beyond the window, so that the stub's iterator ends.
+			outs, err, final = nil, context.Cause(ctx), true
 		}
 		in.reply(p, m.Call, m.Model, outs, err, final)
 		if final {

@@ -2,7 +2,9 @@ package python_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -231,5 +234,99 @@ ensemble_scheduling { step [
 		if got := floats(t, resp, "SUM"); !equal(got, want) {
 			t.Errorf("%s: %v, want %v", model, got, want)
 		}
+	}
+}
+
+const slowReaderConfig = `backend: "python"
+max_batch_size: 0
+input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "IDX" data_type: TYPE_INT32 dims: [ -1 ] }, { name: "BUFFERED" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`
+
+// slowReaderModel streams N responses of countdown through
+// exec(decoupled=True) and takes the first; before it reads on it calls
+// gate, which answers once the server waits for it to read, and counts
+// the responses that reached its stub meanwhile (BUFFERED: its iterator's
+// queue); then it reads to the end.
+const slowReaderModel = `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+def value(response, name):
+    if response.has_error():
+        raise pb_utils.TritonModelException(response.error().message())
+    t = pb_utils.get_output_tensor_by_name(response, name)
+    return None if t is None else int(t.as_numpy()[0])
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            a = pb_utils.InferenceRequest(model_name="countdown", requested_output_names=["IDX", "OTHERS"],
+                inputs=[pb_utils.get_input_tensor_by_name(request, "N")]).exec(decoupled=True)
+            idx = [value(next(a), "IDX")]
+            gate = pb_utils.InferenceRequest(model_name="gate", requested_output_names=["OUT"],
+                inputs=[pb_utils.Tensor("IN", np.array([1], dtype=np.int32))]).exec()
+            if gate.has_error():
+                raise pb_utils.TritonModelException(gate.error().message())
+            buffered = len(a._call.items)  # the stub's queue of the stream's replies
+            idx += [i for i in (value(r, "IDX") for r in a) if i is not None]
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("IDX", np.array(idx, dtype=np.int32)),
+                pb_utils.Tensor("BUFFERED", np.array([buffered], dtype=np.int32))]))
+        return responses
+`
+
+// TestBLSDecoupledSlowReader: a model that iterates a decoupled BLS
+// stream slowly holds the called model back instead of having the server
+// pile the stream's responses up in its stub: once the model has taken one
+// of 200, the server waits for it (gate answers then) with at most a
+// window of responses sent to the stub; the model still gets all 200, in
+// order.
+func TestBLSDecoupledSlowReader(t *testing.T) {
+	waiting := make(chan struct{})
+	var once sync.Once
+	python.SetBLSWaitHook(func() { once.Do(func() { close(waiting) }) })
+	t.Cleanup(func() { python.SetBLSWaitHook(nil) }) // after the server's Close, registered later
+	gate := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		select {
+		case <-waiting:
+		case <-ctx.Done():
+			return fmt.Errorf("the server never waited for the reader: %w", ctx.Err())
+		}
+		in, err := b.Input("IN")
+		if err != nil {
+			return err
+		}
+		return b.SetOutput(tensor.Tensor{Name: "OUT", DataType: in.DataType, Shape: in.Shape, Data: in.Data}) // the input itself
+	})
+	r := newRepo(t).model("countdown", countdownConfig, countdownModel).model("reader", slowReaderConfig, slowReaderModel)
+	r.write("gate/config.pbtxt", `backend: "gate"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`)
+	r.write("gate/1/.keep", "")
+	srv := r.Serve(triton.WithBackend("gate", gate))
+	const n = 200
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "reader", Inputs: []tensor.Tensor{must(tensor.From("N", tensor.Shape{1}, []int32{n}))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := resp.Output("IDX")
+	got := must(tensor.View[int32](idx))
+	if len(got) != n {
+		t.Fatalf("the reader got %d of the stream's responses, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if v != int32(i) {
+			t.Fatalf("response %d has IDX %d", i, v)
+		}
+	}
+	buffered, _ := resp.Output("BUFFERED")
+	if b := must(tensor.View[int32](buffered))[0]; b > 16 {
+		t.Errorf("%d responses reached the reader's stub while it had taken one; want at most the window, 16", b)
 	}
 }

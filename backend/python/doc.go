@@ -19,7 +19,9 @@
 // waits while that many of its responses are ahead of what the server has
 // handed on to the request's stream, so a slow consumer holds back its own
 // request only, never the stub's event reader and the other requests, and
-// what the server keeps for it is bounded.
+// what the server keeps for it is bounded. The other way, the iterator of a
+// decoupled BLS request (exec(decoupled=True)) is sent at most sendWindow
+// responses ahead of those the model has taken.
 //
 // A stub that dies (killed, crashed) fails the requests it had and is
 // replaced by a new one; one still executing a batch stub-timeout-seconds

@@ -45,6 +45,7 @@ type instance struct {
 	restarts    int
 	quickDeaths int                           // stubs in a row that died within stableStub of starting
 	calls       map[uint64]context.CancelFunc // BLS requests in flight, by the stub's call id
+	credits     map[uint64]*credit            // decoupled BLS requests in flight, by the stub's call id
 	metrics     *customMetrics
 }
 
@@ -420,6 +421,8 @@ func (in *instance) message(p *proc, m *stubMsg) {
 		in.bls(p, m)
 	case "bls_cancel":
 		in.blsCancel(m.Call)
+	case "bls_credit":
+		in.blsCredit(m.Call, m.N)
 	case "log":
 		in.logLine(m)
 	case "family", "metric", "metric_value", "metric_op", "family_close", "metric_close":

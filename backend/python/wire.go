@@ -267,6 +267,7 @@ type stubMsg struct {
 
 	Batch    *uint64 // send, bls
 	Req      int
+	N        int // bls_credit
 	Final    bool
 	Response *wireResponse
 
@@ -332,6 +333,9 @@ func (m *stubMsg) decode(d *dec) error {
 		case "req":
 			n, err = d.integer()
 			m.Req = int(n)
+		case "n":
+			n, err = d.integer()
+			m.N = int(n)
 		case "final":
 			m.Final, err = d.boolean()
 		case "response":

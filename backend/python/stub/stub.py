@@ -786,6 +786,7 @@ class ResponseIterator:
 
     def __init__(self, call):
         self._call, self._done = call, False
+        self._taken = 0  # responses taken and not yet reported to the server (bls_credit)
 
     def __iter__(self):
         return self
@@ -798,6 +799,13 @@ class ResponseIterator:
             # As Triton, the last response may have no tensors.
             self._done = True
             _calls.close(self._call.id)
+        elif _send_window:
+            # The server sends _send_window responses ahead of those taken
+            # here: give it room back, half a window at a time.
+            self._taken += 1
+            if self._taken >= _send_window // 2:
+                events.send({"op": "bls_credit", "call": self._call.id, "n": self._taken})
+                self._taken = 0
         return _bls_response(reply)
 
     def cancel(self):
