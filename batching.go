@@ -193,8 +193,9 @@ func (v *version) lead(w *batchWork) {
 	var ran timing
 	ran.computeStart = now()
 	v.stats.pending.Add(-int64(len(w.calls)))
-	v.put(w.slot, v.execute(ctx, w.slot, &w.batch))
-	ran.computeEnd = now()
+	fault := v.execute(ctx, w.slot, &w.batch)
+	ran.computeEnd = now() // before put, which may form and dispatch the next batch
+	v.put(w.slot, fault)
 	in, inf := w.batch.Marks()
 	ran.inputsDone, ran.inferDone = sinceEpoch(in), sinceEpoch(inf)
 	ran.executed = w.batch.Size()

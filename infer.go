@@ -154,8 +154,9 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 	if inst.waited {
 		t.computeStart = now()
 	}
-	v.put(inst.slot, v.execute(ctx, inst.slot, &c.batch))
-	t.computeEnd = now()
+	fault := v.execute(ctx, inst.slot, &c.batch)
+	t.computeEnd = now() // before put, which may hand the instance to a waiting request
+	v.put(inst.slot, fault)
 	in, inf := c.batch.Marks()
 	t.inputsDone, t.inferDone = sinceEpoch(in), sinceEpoch(inf)
 	t.executed = batch
