@@ -574,7 +574,7 @@ func TestStreamInferOwnership(t *testing.T) {
 	want := map[string]*inferencepb.ModelInferResponse{}
 	for i := range 6 {
 		data, w := mirrorRequest(t, fmt.Sprint(i), 40<<10+4*i)
-		w.Parameters = finalResponse(true)
+		w.Parameters = map[string]*inferencepb.InferParameter{"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}}}
 		want[w.Id] = w
 		f.reqs = append(f.reqs, data)
 	}

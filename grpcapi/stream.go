@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/triton-go/triton/grpcapi/inferencepb"
 	"github.com/triton-go/triton/internal/wire"
@@ -295,11 +297,11 @@ func (st *inferStream) handle(r *received) {
 			// A decoupled model's final flag alone (every other response has
 			// outputs): not sent.
 		case final && n == 1:
-			resp.Parameters = finalResponse(true)
+			setFinal(resp, true)
 			st.send(r.answer(&inferencepb.ModelStreamInferResponse{InferResponse: resp}, resp.RawOutputContents))
 			answered = true
 		default:
-			resp.Parameters = finalResponse(final)
+			setFinal(resp, final)
 			st.send(&inferencepb.ModelStreamInferResponse{InferResponse: resp})
 		}
 		return !st.broken()
@@ -322,15 +324,9 @@ func (st *inferStream) fail(r *inferencepb.ModelInferRequest, err error, final b
 		})
 		return
 	}
-	st.send(&inferencepb.ModelStreamInferResponse{
-		ErrorMessage: status.Convert(err).Message(),
-		InferResponse: &inferencepb.ModelInferResponse{
-			ModelName:    r.GetModelName(),
-			ModelVersion: r.GetModelVersion(),
-			Id:           r.GetId(),
-			Parameters:   finalResponse(final),
-		},
-	})
+	resp := &inferencepb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: r.GetModelVersion(), Id: r.GetId()}
+	setFinal(resp, final)
+	st.send(&inferencepb.ModelStreamInferResponse{ErrorMessage: status.Convert(err).Message(), InferResponse: resp})
 }
 
 // send writes m, a *ModelStreamInferResponse or an [outgoing] one, on the
@@ -373,10 +369,31 @@ func (st *inferStream) failed() bool {
 	return st.sendErr != nil
 }
 
-// finalResponse returns the parameters of a response: whether it is its
-// request's last.
-func finalResponse(final bool) map[string]*inferencepb.InferParameter {
-	return map[string]*inferencepb.InferParameter{
-		"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: final}},
+// setFinal gives a stream response its parameters: whether it is its
+// request's last (triton_final_response). They go in already encoded, as
+// the message's unknown fields, which protobuf writes out as they are and
+// a client reads as the parameters map: a response spares the map's three
+// allocations and their reflective encoding.
+func setFinal(resp *inferencepb.ModelInferResponse, final bool) {
+	i := 0
+	if final {
+		i = 1
 	}
+	resp.ProtoReflect().SetUnknown(finalParameters[i])
 }
+
+// finalParameters are the encoded parameters field of a stream response,
+// {"triton_final_response": false} and {…: true}, capped so that nothing
+// appends to the shared arrays.
+var finalParameters = func() (enc [2]protoreflect.RawFields) {
+	for i, final := range []bool{false, true} {
+		b, err := proto.Marshal(&inferencepb.ModelInferResponse{Parameters: map[string]*inferencepb.InferParameter{
+			"triton_final_response": {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: final}},
+		}})
+		if err != nil {
+			panic(err)
+		}
+		enc[i] = b[:len(b):len(b)]
+	}
+	return enc
+}()
