@@ -330,3 +330,61 @@ output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
 		t.Errorf("%d responses reached the reader's stub while it had taken one; want at most the window, 16", b)
 	}
 }
+
+// TestBLSDecoupledAbandoned: a model that breaks out of a decoupled BLS
+// stream after one response, without cancelling it, has the request
+// cancelled once its iterator is dropped, so that the called model is not
+// left waiting for room to send the rest.
+func TestBLSDecoupledAbandoned(t *testing.T) {
+	cancelled := make(chan struct{})
+	endless := backend.StreamFunc(func(ctx context.Context, r *backend.Request, send func(backend.Response) error) error {
+		for i := int32(0); ; i++ {
+			if err := send(backend.Response{Outputs: []tensor.Tensor{must(tensor.From("IDX", tensor.Shape{1}, []int32{i}))}}); err != nil {
+				close(cancelled)
+				return err
+			}
+		}
+	})
+	r := newRepo(t).model("quitter", `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "FIRST" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`, `
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            stream = pb_utils.InferenceRequest(model_name="endless", requested_output_names=["IDX"],
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN")]).exec(decoupled=True)
+            for response in stream:
+                first = pb_utils.get_output_tensor_by_name(response, "IDX").as_numpy()
+                break
+            del stream
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("FIRST", first)]))
+        return responses
+`)
+	r.write("endless/config.pbtxt", `backend: "endless"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "IDX" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`)
+	r.write("endless/1/.keep", "")
+	srv := r.Serve(triton.WithBackend("endless", endless))
+	resp, err := infer(t, srv, "quitter", must(tensor.From("IN", tensor.Shape{1}, []int32{0})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := resp.Output("FIRST"); must(tensor.View[int32](first))[0] != 0 {
+		t.Errorf("FIRST %v, want 0", must(tensor.View[int32](first)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case <-cancelled:
+	case <-ctx.Done():
+		t.Fatal("the called model still sends: the abandoned BLS request was not cancelled")
+	}
+}

@@ -21,7 +21,8 @@
 // request only, never the stub's event reader and the other requests, and
 // what the server keeps for it is bounded. The other way, the iterator of a
 // decoupled BLS request (exec(decoupled=True)) is sent at most sendWindow
-// responses ahead of those the model has taken.
+// responses ahead of those the model has taken; one the model drops before
+// its final response cancels its request.
 //
 // A stub that dies (killed, crashed) fails the requests it had and is
 // replaced by a new one; one still executing a batch stub-timeout-seconds

@@ -27,6 +27,7 @@ import json
 import marshal
 import mmap
 import os
+import queue
 import struct
 import sys
 import threading
@@ -727,6 +728,18 @@ class _Calls:
             c = self.open_calls.get(id)
         if c is not None:
             c.put(item)
+        elif "block" in item:
+            down.release(item["block"])  # a reply nobody waits for any more
+
+    def abandon(self, call):
+        """Closes a call whose replies nobody will read: the blocks of those
+        it holds go back, and so will those of later ones (deliver)."""
+        self.close(call.id)
+        with call.cond:
+            items, call.items = call.items, []
+        for item in items:
+            if "block" in item:
+                down.release(item["block"])
 
     def fail_all(self, message):
         with self.lock:
@@ -810,6 +823,29 @@ class ResponseIterator:
 
     def cancel(self):
         events.send({"op": "bls_cancel", "call": self._call.id})
+
+    def __del__(self):
+        # Dropped before its final response (the model broke out of the
+        # loop): the server must stop the request, whose stream would
+        # otherwise wait for this iterator to take its responses. Not here,
+        # where a lock this thread holds may be taken (the collector can run
+        # __del__ anywhere): SimpleQueue.put is safe in __del__.
+        if not self._done:
+            _dropped.put(self._call)
+
+
+_dropped = queue.SimpleQueue()  # calls of dropped ResponseIterators, for _cancel_dropped
+
+
+def _cancel_dropped():
+    """Cancels the BLS requests whose iterators the model dropped."""
+    while True:
+        call = _dropped.get()
+        _calls.abandon(call)
+        try:
+            events.send({"op": "bls_cancel", "call": call.id})
+        except OSError:
+            return  # the server has gone
 
 
 def _request(op, **fields):
@@ -1185,6 +1221,7 @@ def main():
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), name="triton-parent", daemon=True).start()
     threading.Thread(target=_reply_loop, name="triton-replies", daemon=True).start()
+    threading.Thread(target=_cancel_dropped, name="triton-dropped", daemon=True).start()
     while True:
         try:
             msg = cmd.recv()

@@ -62,6 +62,40 @@ class StubRequestsTest(unittest.TestCase):
         self.assertIsNone(tensor(), "an input outlived its request")
 
 
+class AbandonedCallTest(unittest.TestCase):
+    """Replies nobody reads any more give their blocks back: those an
+    abandoned call holds, and those that arrive after it was closed."""
+
+    def setUp(self):
+        fd = os.memfd_create("test_down")
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 4096)
+        stub.down = stub._Region(fd)
+        self.mem = mmap.mmap(fd, 4096)
+        self.addCleanup(self.mem.close)
+
+    def held(self, block):
+        """Marks the block at block as the server's (a live state word)."""
+        struct.pack_into("<I", self.mem, block - stub._HEADER, 1)
+
+    def state(self, block):
+        return struct.unpack_from("<I", self.mem, block - stub._HEADER)[0]
+
+    def test_abandon_and_late_replies(self):
+        calls = stub._Calls()
+        call = calls.open()
+        for b in (256, 512, 1024):
+            self.held(b)
+        calls.deliver(call.id, {"outputs": [], "block": 256})
+        calls.deliver(call.id, {"error": {"msg": "x", "code": 0}})
+        calls.abandon(call)
+        self.assertEqual(self.state(256), 0, "a buffered reply kept its block")
+        self.assertEqual(call.items, [])
+        calls.deliver(call.id, {"outputs": [], "block": 512})
+        self.assertEqual(self.state(512), 0, "a reply after the call closed kept its block")
+        self.assertEqual(self.state(1024), 1, "a block nobody replied with was released")
+
+
 class ChannelTest(unittest.TestCase):
     """The stub's message channel over a pipe: messages in order, one larger
     than the pipe and the read buffer, and the end of the pipe."""
