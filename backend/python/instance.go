@@ -616,8 +616,9 @@ func (in *instance) drain(p *proc, r *run, i int) {
 }
 
 // handedOn records that request i's resp has left the server's hands
-// (err: it was dropped) and returns the stub its credits when enough are
-// owed, or when resp was the request's last.
+// (err: it was dropped) and returns the stub its credits once
+// sendWindow/2 are owed; none after the request's final response, after
+// which its sender sends no more.
 func (in *instance) handedOn(p *proc, r *run, i int, resp backend.Response, err error) {
 	if err != nil && !resp.Final {
 		in.log.Debug("a response of the stub was not delivered", zap.String("request", r.reqs[i].ID), zap.Error(err))
