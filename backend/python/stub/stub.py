@@ -36,7 +36,6 @@ import traceback
 FD_CMD, FD_EVENTS, FD_DOWN, FD_UP, FD_ANSWERS = 3, 4, 5, 6, 7
 _HEADER = 64  # bytes before every shared-memory block: the state word, padding
 _LEN = struct.Struct("<I")
-_STATE = struct.Struct("<I")
 
 
 class _Channel:
@@ -122,8 +121,12 @@ class _Region:
         return self.mv[off:off + n]
 
     def release(self, off):
-        """Gives the block whose data starts at off back to its writer."""
-        _STATE.pack_into(self.view(off - _HEADER, 4), 0, 0)
+        """Gives the block whose data starts at off back to its writer: one
+        store of the state word's low byte (the writer stores 1). Not
+        struct.pack_into, which zero-fills its target before it writes the
+        value: the writer could see the first zero, reuse the block, and
+        have its new state word erased by the second write."""
+        self.view(off - _HEADER, 1)[0] = 0
 
 
 class _UpRegion(_Region):

@@ -81,6 +81,14 @@ class AbandonedCallTest(unittest.TestCase):
     def state(self, block):
         return struct.unpack_from("<I", self.mem, block - stub._HEADER)[0]
 
+    def test_release_is_one_store(self):
+        # The server may reuse a block the moment its state word reads 0,
+        # and store 1 there: the release must be a single store of the low
+        # byte, not a zero-fill followed by a second write of the value.
+        struct.pack_into("<I", self.mem, 256 - stub._HEADER, 0x01010101)
+        stub.down.release(256)
+        self.assertEqual(self.state(256), 0x01010100)
+
     def test_abandon_and_late_replies(self):
         calls = stub._Calls()
         call = calls.open()
