@@ -13,8 +13,9 @@ import (
 )
 
 // blockHeader is the space before every block's data: its state word
-// (1 while the block is in use, 0 once its reader released it), padded so
-// that data starts 64-byte aligned.
+// (1 while the block is in use, 0 once its reader released it; the stub
+// releases with one store of the low byte, so the word holds nothing but 0
+// and 1), padded so that data starts 64-byte aligned.
 const blockHeader = 64
 
 // region is one shared-memory file between the server and a stub: an
