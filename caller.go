@@ -93,3 +93,48 @@ func (c *caller) ModelConfig(model string, version int64) (*modelconfig.ModelCon
 func (c *caller) ModelReady(ctx context.Context, model string, version int64) bool {
 	return c.s.ModelReady(ctx, model, version)
 }
+
+var _ backend.ModelLoader = (*caller)(nil)
+
+// loadPathKey is the ctx key of the loads in progress a call is made from
+// (a model's initialize runs inside its load): a *callPath of models.
+type loadPathKey struct{}
+
+// loading returns the loads ctx was made inside, innermost first.
+func loading(ctx context.Context) *callPath {
+	p, _ := ctx.Value(loadPathKey{}).(*callPath)
+	return p
+}
+
+// waitedOn refuses a load or unload of a model whose load the call is made
+// from: it holds that model's lifecycle lock and waits for the call.
+func (c *caller) waitedOn(ctx context.Context, what, model string) error {
+	for p := loading(ctx); p != nil; p = p.prev {
+		if p.model == model {
+			return &Error{Code: Internal, Model: model, Err: fmt.Errorf("failed to %s '%s' from model '%s': the load of '%s' is waiting for this call (loads: %s)",
+				what, model, c.model, model, loading(ctx).describe(model))}
+		}
+	}
+	return nil
+}
+
+func (c *caller) LoadModel(ctx context.Context, model, config string, files map[string][]byte) error {
+	if err := c.waitedOn(ctx, "load", model); err != nil {
+		return err
+	}
+	return c.s.Load(ctx, model, &LoadOptions{Config: config, Files: files})
+}
+
+func (c *caller) UnloadModel(ctx context.Context, model string, dependents bool) error {
+	if err := c.waitedOn(ctx, "unload", model); err != nil {
+		return err
+	}
+	if err := c.s.checkUnload(model); err != nil {
+		return err
+	}
+	_, err := c.s.startUnload(model, &UnloadOptions{Dependents: dependents})
+	if CodeOf(err) == NotFound {
+		return nil // as Triton's TRITONSERVER_ServerUnloadModel: nothing to do
+	}
+	return err
+}

@@ -97,6 +97,23 @@ func (s *Server) Load(ctx context.Context, model string, opts *LoadOptions) erro
 // instances and model close. Unload waits for that, or returns ctx.Err()
 // when ctx ends first, the unload going on in the background.
 func (s *Server) Unload(ctx context.Context, model string, opts *UnloadOptions) error {
+	if err := s.checkUnload(model); err != nil {
+		return err
+	}
+	done, err := s.startUnload(model, opts)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkUnload says why model cannot be unloaded now, if it cannot.
+func (s *Server) checkUnload(model string) error {
 	if s.opts.control.Mode != ControlExplicit {
 		return &Error{Code: Unavailable, Model: model, Err: errNotExplicit}
 	}
@@ -106,29 +123,31 @@ func (s *Server) Unload(ctx context.Context, model string, opts *UnloadOptions) 
 	if s.closing.Load() {
 		return &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
 	}
+	return nil
+}
+
+// startUnload starts unloading a loaded model in the background; done is
+// closed once it has unloaded (and its dependents, with opts.Dependents).
+func (s *Server) startUnload(model string, opts *UnloadOptions) (done <-chan struct{}, err error) {
 	unlock := s.lock(model)
 	e := s.table.Load().models[model]
 	if e == nil {
 		unlock()
-		return &Error{Code: NotFound, Model: model, Err: fmt.Errorf("failed to unload '%s': the model is not loaded", model)}
+		return nil, &Error{Code: NotFound, Model: model, Err: fmt.Errorf("failed to unload '%s': the model is not loaded", model)}
 	}
 	var cfg *modelconfig.ModelConfig
 	if opts != nil && opts.Dependents && len(e.versions) > 0 {
 		cfg = e.versions[0].cfg
 	}
-	done := make(chan struct{})
+	vs := s.markUnloading(model)
+	ch := make(chan struct{})
 	s.bg.Go(func() {
-		defer close(done)
-		s.unloadLocked(model)
+		defer close(ch)
+		s.finishUnload(model, vs)
 		unlock()
 		s.unloadComposing(cfg)
 	})
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ch, nil
 }
 
 // bind returns a context that ends with ctx or when the server closes.
@@ -224,6 +243,7 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		return nil // unchanged
 	}
 	s.withState(name, stateLoading)
+	ctx = context.WithValue(ctx, loadPathKey{}, &callPath{model: name, prev: loading(ctx)})
 	built := s.buildModel(ctx, src, s.known())
 	var errs []error
 	for _, f := range built.failures {
@@ -310,6 +330,12 @@ func (s *Server) retire(vs []*version, background bool) {
 // unloadLocked unloads a model: refuse new requests, let in-flight ones
 // finish, close. The model's lifecycle lock must be held.
 func (s *Server) unloadLocked(name string) {
+	s.finishUnload(name, s.markUnloading(name))
+}
+
+// markUnloading marks a model unloading (it refuses new requests from
+// now on) and returns its versions, for finishUnload.
+func (s *Server) markUnloading(name string) []*version {
 	var vs []*version
 	s.update(name, func(old *modelEntry) *modelEntry {
 		e := &modelEntry{name: name, state: stateUnloading}
@@ -322,6 +348,12 @@ func (s *Server) unloadLocked(name string) {
 		}
 		return e
 	})
+	return vs
+}
+
+// finishUnload retires a model's versions once their in-flight requests
+// have finished, and forgets the model.
+func (s *Server) finishUnload(name string, vs []*version) {
 	s.retire(vs, false)
 	s.update(name, func(old *modelEntry) *modelEntry {
 		e := &modelEntry{name: name, state: stateUnloaded}

@@ -115,3 +115,25 @@ type Caller interface {
 	// ModelReady reports whether a model version can take requests now.
 	ModelReady(ctx context.Context, model string, version int64) bool
 }
+
+// ModelLoader loads and unloads the models of the server a model is
+// loaded in, on that model's behalf: what Triton's Python backend offers a
+// model.py as pb_utils.load_model and unload_model. The [Caller] the server
+// hands its models implements it; like the server's own Load and Unload,
+// it works only under explicit model control. Pass the ctx of the
+// Execute (or the Load) that makes the call: a model cannot load or unload
+// a model whose load is waiting for it (its own initialize loading
+// itself), which fails at once instead of deadlocking.
+type ModelLoader interface {
+	// LoadModel loads or reloads a model as the server's Load does and
+	// returns once it serves or has failed to load. config, when not
+	// empty, replaces its config.pbtxt (a ModelConfig in JSON, proto field
+	// names); files, which need config, replace its folder (paths relative
+	// to it, such as "1/model.onnx").
+	LoadModel(ctx context.Context, model, config string, files map[string][]byte) error
+	// UnloadModel starts unloading a model (and the models loaded with it,
+	// the composing models of an ensemble, when dependents is set) and
+	// returns without waiting for its in-flight requests, which finish;
+	// new ones are refused at once. A model that is not loaded is no error.
+	UnloadModel(ctx context.Context, model string, dependents bool) error
+}

@@ -76,7 +76,9 @@
 //     model: learn when a sequence ends, to free what it kept for it.
 //
 // Models that call other models (Triton's BLS, and the ensemble scheduler)
-// use the [Caller] in their [ModelSpec]. Stateful models receive the
+// use the [Caller] in their [ModelSpec]; under explicit model control it is
+// also a [ModelLoader], which loads and unloads models on their behalf
+// (Triton's model loading API of the Python backend). Stateful models receive the
 // sequence's control and state tensors as ordinary inputs; a tensor whose
 // batch is not its first dimension has a [Layout] that [Batch.Input] and
 // [Batch.SetOutput] follow.

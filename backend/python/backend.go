@@ -173,6 +173,7 @@ type model struct {
 	stubDir   string
 	decoupled bool
 	outputs   []string // every output of the config: a request that names none gets these
+	tmp       string   // the temporary copy of the model folder, removed on Close; "" when none
 
 	mu sync.Mutex
 	// mu protects started.
@@ -180,10 +181,29 @@ type model struct {
 }
 
 // locate finds the model file and the interpreter of spec's model.
-func (b *Backend) locate(spec *backend.ModelSpec) (*model, error) {
+// A model folder that is not on the local file system (a load with file
+// overrides, a repository in an fs.FS) is copied to a temporary folder,
+// which the model removes when it closes.
+func (b *Backend) locate(spec *backend.ModelSpec) (_ *model, err error) {
+	var tmp string
 	if spec.Dir == "" {
-		return nil, fmt.Errorf("unsupported artifact type for model '%s': the python backend runs model.py files from a folder on the local file system: %w",
-			spec.Name, errors.ErrUnsupported)
+		if spec.FS == nil {
+			return nil, fmt.Errorf("model '%s' has no files: %w", spec.Name, errors.ErrUnsupported)
+		}
+		if tmp, err = os.MkdirTemp("", "triton-python-"+spec.Name+"-"); err != nil {
+			return nil, fmt.Errorf("model '%s': a folder for its files: %w", spec.Name, err)
+		}
+		defer func() {
+			if err != nil {
+				_ = os.RemoveAll(tmp)
+			}
+		}()
+		if err := os.CopyFS(tmp, spec.FS); err != nil {
+			return nil, fmt.Errorf("model '%s': copying its files to %s: %w", spec.Name, tmp, err)
+		}
+		local := *spec
+		local.Dir = tmp
+		spec = &local
 	}
 	file := filepath.Join(spec.VersionDir(), filepath.FromSlash(spec.ModelFilename(DefaultModelFilename)))
 	if !strings.HasSuffix(file, ".py") {
@@ -203,7 +223,7 @@ func (b *Backend) locate(spec *backend.ModelSpec) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model '%s': %w", spec.Name, err)
 	}
-	m := &model{b: b, spec: spec, log: spec.Logger, file: file, python: python, env: env, stubDir: dir,
+	m := &model{b: b, spec: spec, log: spec.Logger, file: file, python: python, env: env, stubDir: dir, tmp: tmp,
 		decoupled: spec.Config.GetModelTransactionPolicy().GetDecoupled(), started: map[string]*instance{}}
 	if m.log == nil {
 		m.log = zap.NewNop()
@@ -246,6 +266,7 @@ func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) e
 	if err != nil {
 		return err
 	}
+	defer m.removeFiles()
 	src, err := os.ReadFile(m.file)
 	if err != nil {
 		return err
@@ -309,6 +330,7 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 		for _, in := range ins {
 			_ = in.Close()
 		}
+		m.removeFiles()
 		return nil, err
 	}
 	for _, in := range ins {
@@ -329,7 +351,9 @@ func (m *model) start(ctx context.Context, in *instance) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.setInitCtx(ctx)
 	ans, err := m.init(ctx, p, args, false)
+	p.setInitCtx(nil)
 	if err != nil {
 		p.shutdown(m.b.stubTimeout)
 		return nil, fmt.Errorf("model '%s' instance '%s': %w", m.spec.Name, name, err)
@@ -365,5 +389,15 @@ func (m *model) Close() error {
 	for _, in := range left {
 		errs = append(errs, in.Close())
 	}
+	m.removeFiles()
 	return errors.Join(errs...)
+}
+
+// removeFiles removes the temporary copy of the model folder, if any.
+func (m *model) removeFiles() {
+	if m.tmp != "" {
+		if err := os.RemoveAll(m.tmp); err != nil {
+			m.log.Warn("removing the copy of the model's files", zap.String("dir", m.tmp), zap.Error(err))
+		}
+	}
 }

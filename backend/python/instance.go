@@ -421,6 +421,8 @@ func (in *instance) message(p *proc, m *stubMsg) {
 		in.bls(p, m)
 	case "bls_cancel":
 		in.blsCancel(m.Call)
+	case "control":
+		in.control(p, m)
 	case "bls_credit":
 		in.blsCredit(m.Call, m.N)
 	case "log":

@@ -61,13 +61,14 @@ type proc struct {
 
 	mu sync.Mutex
 	// mu protects the following.
-	cause  error                    // why the process ended; set before dead is closed
-	killed string                   // why the server killed it, for cause
-	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
-	nextID uint64
-	seen   uint64     // messages read from the async socket and handled
-	ended  bool       // the async reader has ended
-	cond   *sync.Cond // signalled as seen grows (on mu)
+	cause   error                    // why the process ended; set before dead is closed
+	killed  string                   // why the server killed it, for cause
+	calls   map[uint64]chan *stubMsg // is_ready calls awaiting their answer
+	nextID  uint64
+	initCtx context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
+	seen    uint64          // messages read from the async socket and handled
+	ended   bool            // the async reader has ended
+	cond    *sync.Cond      // signalled as seen grows (on mu)
 }
 
 // startProc starts a stub process. The process is not initialised: the
@@ -208,6 +209,12 @@ func (p *proc) read() {
 	_ = p.ansFile.Close()
 	_ = p.async.c.Close()
 	close(p.dead)
+}
+
+func (p *proc) setInitCtx(ctx context.Context) {
+	p.mu.Lock()
+	p.initCtx = ctx
+	p.mu.Unlock()
 }
 
 // waitSeen waits until the stub's first seq messages have been handled

@@ -211,6 +211,7 @@ type replyMsg struct {
 	Final   bool
 	ID      uint64
 	Value   *float64
+	Ready   bool // a model-control call: the model is ready
 }
 
 func (m *replyMsg) encode(e *enc) {
@@ -247,6 +248,10 @@ func (m *replyMsg) encode(e *enc) {
 	if m.Value != nil {
 		e.key("value")
 		e.float(*m.Value)
+	}
+	if m.Ready {
+		e.key("ready")
+		e.boolean(true)
 	}
 	e.end()
 }
@@ -299,6 +304,9 @@ type stubMsg struct {
 
 	Ready *bool // ready
 	Error *wireError
+
+	Files      map[string][]byte // control (load_model); Config, Model, Version, What
+	Dependents bool              // control (unload_model)
 }
 
 // decode reads a stub's message.
@@ -423,6 +431,21 @@ func (m *stubMsg) decode(d *dec) error {
 			m.Ready = &b
 		case "error":
 			m.Error, err = d.wireError()
+		case "files":
+			m.Files = map[string][]byte{}
+			var c byte
+			if c, err = d.next(); err == nil && c != mDict {
+				err = fmt.Errorf("want a dict, have marshal type %q", c)
+			}
+			if err == nil {
+				err = d.each(func(k string) error {
+					v, err := d.str()
+					m.Files[k] = []byte(v)
+					return err
+				})
+			}
+		case "dependents":
+			m.Dependents, err = d.boolean()
 		default:
 			_, err = d.value()
 		}

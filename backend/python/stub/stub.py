@@ -205,7 +205,7 @@ def _numpy_names():
             _NUMPY_NAME[np.dtype(dt)] = name
 
 
-_state = {"in_execute": False, "finalizing": False, "instance": "", "model": ""}
+_state = {"in_execute": False, "finalizing": False, "auto_complete": False, "instance": "", "model": ""}
 _batch = contextvars.ContextVar("triton_batch", default=None)  # the batch a BLS call belongs to
 
 
@@ -978,11 +978,75 @@ class _Metric:
                 pass
 
 
-def _not_here(what):
-    def f(*args, **kwargs):
-        raise TritonModelException("%s is not supported by this server's Python backend; use the "
-                                   "model repository API of the server instead." % what)
-    return f
+# ---------------------------------------------------------------------------
+# The model loading API: pb_utils.load_model, unload_model, is_model_ready.
+
+def _control(what, fail, msg):
+    """Sends a model-control call to the server and waits for its answer;
+    fail prefixes the server's error, raised as TritonModelException."""
+    for phase in ("auto_complete", "finalizing"):
+        if _state[phase]:
+            raise TritonModelException("%sthe model loading API is not supported in %s" % (
+                fail, "auto_complete_config" if phase == "auto_complete" else "finalize"))
+    if not isinstance(msg["model"], str):
+        raise TypeError("model_name must be a str, not %s" % type(msg["model"]).__name__)
+    call = _calls.open()
+    msg.update(op="control", call=call.id, what=what)
+    b = _batch.get()
+    if b is not None:
+        msg["batch"] = b.id
+    try:
+        events.send(msg)
+        reply = call.get()
+    finally:
+        _calls.close(call.id)
+    if "error" in reply:
+        raise TritonModelException(fail + reply["error"]["msg"])
+    return reply.get("ready", False)
+
+
+def load_model(model_name, config="", files=None):
+    msg = {"model": model_name, "config": config}
+    if files is not None:
+        if not isinstance(files, dict):
+            raise TritonModelException(
+                "failed to load model '%s', files should be a dictionary of file paths and file contents" % model_name)
+        for k, v in files.items():
+            if not isinstance(k, str) or not isinstance(v, (bytes, bytearray, memoryview)):
+                raise TritonModelException(
+                    "failed to load model '%s', files should be a dictionary of file paths (str) and file "
+                    "contents (bytes); %r is not" % (model_name, k))
+        msg["files"] = {k: bytes(v) for k, v in files.items()}
+    _control("load", "Failed to load model: ", msg)
+
+
+def unload_model(model_name, unload_dependents=False):
+    _control("unload", "Failed to unload model: ", {"model": model_name, "dependents": bool(unload_dependents)})
+
+
+def _model_version(text):
+    """A version string as Triton reads it (std::stol: leading blanks, a
+    sign, digits; what follows is ignored); "" is -1, the server's policy."""
+    if text == "":
+        return -1
+    fail = "Failed to check model readiness: failed to get model version from specified version string '%s'" % text
+    digits = text.lstrip(" \t\n\v\f\r")
+    sign = digits[:1] if digits[:1] in ("+", "-") else ""
+    rest = digits[len(sign):]
+    n = 0
+    while n < len(rest) and "0" <= rest[n] <= "9":
+        n += 1
+    if n == 0 or not -2**63 <= int(sign + rest[:n]) < 2**63:
+        raise TritonModelException(fail + " (details: stol), version should be an integral value > 0")
+    version = int(sign + rest[:n])
+    if version < 0:
+        raise TritonModelException(fail + ", version should be an integral value > 0")
+    return version
+
+
+def is_model_ready(model_name, model_version=""):
+    return _control("ready", "Failed to check model readiness: ",
+                    {"model": model_name, "version": _model_version(str(model_version))})
 
 
 def get_model_dir():
@@ -994,8 +1058,7 @@ for _name, _value in {
     "TritonError": TritonError, "TritonModelException": TritonModelException, "Logger": Logger,
     "PreferredMemory": PreferredMemory, "MetricFamily": MetricFamily, "get_model_dir": get_model_dir,
     "TRITONSERVER_MEMORY_CPU": 0, "TRITONSERVER_MEMORY_GPU": 2,
-    "load_model": _not_here("load_model"), "unload_model": _not_here("unload_model"),
-    "is_model_ready": _not_here("is_model_ready"),
+    "load_model": load_model, "unload_model": unload_model, "is_model_ready": is_model_ready,
 }.items():
     if pb_utils is not None:
         setattr(pb_utils, _name, _value)
@@ -1062,6 +1125,7 @@ def _init(msg):
     module = _import_model(msg)
     cls = module.TritonPythonModel
     if msg.get("auto_complete"):
+        _state["auto_complete"] = True
         fn = getattr(cls, "auto_complete_config", None)
         if fn is None:
             return {"op": "ok"}

@@ -104,6 +104,36 @@ class AbandonedCallTest(unittest.TestCase):
         self.assertEqual(self.state(1024), 1, "a block nobody replied with was released")
 
 
+class ModelLoadingTest(unittest.TestCase):
+    """The model loading API's checks in the stub: version strings read as
+    Triton reads them, and the phases where the API is refused (before
+    anything is sent to the server)."""
+
+    def test_model_version(self):
+        for text, want in (("", -1), ("1", 1), (" 2x", 2), ("+3", 3), ("0", 0)):
+            self.assertEqual(stub._model_version(text), want, text)
+        fail = "Failed to check model readiness: failed to get model version from specified version string "
+        for text, tail in (("abc", " (details: stol)"), ("-1", ""), ("9" * 20, " (details: stol)"), ("- 1", " (details: stol)")):
+            with self.assertRaises(pb_utils.TritonModelException) as e:
+                stub._model_version(text)
+            self.assertEqual(str(e.exception), fail + "'%s'%s, version should be an integral value > 0" % (text, tail))
+
+    def test_refused_in_auto_complete_and_finalize(self):
+        for phase, name in (("auto_complete", "auto_complete_config"), ("finalizing", "finalize")):
+            self.addCleanup(stub._state.update, {phase: stub._state[phase]})
+            stub._state[phase] = True
+            with self.assertRaises(pb_utils.TritonModelException) as e:
+                pb_utils.unload_model(model_name="m")
+            self.assertEqual(str(e.exception), "Failed to unload model: the model loading API is not supported in " + name)
+            stub._state[phase] = False
+
+    def test_files_must_be_bytes(self):
+        for files in ([b"x"], {"file:1/model.py": "text"}):
+            with self.assertRaises(pb_utils.TritonModelException) as e:
+                pb_utils.load_model("m", "{}", files)
+            self.assertTrue(str(e.exception).startswith("failed to load model 'm', files should be a dictionary"))
+
+
 class ChannelTest(unittest.TestCase):
     """The stub's message channel over a pipe: messages in order, one larger
     than the pipe and the read buffer, and the end of the pipe."""
