@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/tensor"
@@ -205,5 +206,35 @@ class TritonPythonModel:
 	}
 	if !srv.ModelReady(ctx, "add_sub", 0) {
 		t.Error("add_sub unloaded without explicit model control")
+	}
+}
+
+// TestIsReadyAsksTheServer: a model whose is_ready asks whether the model
+// it depends on is ready (is_ready runs beside the stub's reader of the
+// server's replies, which must go on for is_model_ready's answer).
+func TestIsReadyAsksTheServer(t *testing.T) {
+	r := newRepo(t).copy("add_sub").model("front", managerConfig, `
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def is_ready(self):
+        return pb_utils.is_model_ready(model_name="add_sub")
+    def execute(self, requests):
+        return []
+`)
+	srv := r.Serve(triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("add_sub", "front"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !srv.ModelReady(ctx, "front", 0) {
+		t.Fatal("front not ready while add_sub is")
+	}
+	if err := srv.Unload(ctx, "add_sub", nil); err != nil {
+		t.Fatal(err)
+	}
+	if srv.ModelReady(ctx, "front", 0) {
+		t.Fatal("front ready after add_sub was unloaded")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the readiness checks did not answer")
 	}
 }

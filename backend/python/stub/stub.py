@@ -1251,6 +1251,12 @@ def _ready():
     return {"ready": ok}
 
 
+def _answer_ready(call):
+    r = _ready()
+    r.update(op="ready", call=call)
+    events.send(r)
+
+
 def _reply_loop():
     """Reads the server's replies to the stub's calls."""
     try:
@@ -1262,9 +1268,9 @@ def _reply_loop():
             elif op == "credit":
                 _senders.credit(msg["batch"], msg["req"], msg["n"])
             elif op == "ready":
-                r = _ready()
-                r.update(op="ready", call=msg["call"])
-                events.send(r)
+                # On a thread of its own: an is_ready that calls the server
+                # (is_model_ready, BLS) waits for a reply this loop reads.
+                threading.Thread(target=_answer_ready, args=(msg["call"],), name="triton-is-ready", daemon=True).start()
     except (EOFError, OSError):
         _calls.fail_all("the server closed the connection")
         _senders.break_all("The server closed the connection.")
