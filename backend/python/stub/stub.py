@@ -990,19 +990,13 @@ def _control(what, fail, msg):
                 fail, "auto_complete_config" if phase == "auto_complete" else "finalize"))
     if not isinstance(msg["model"], str):
         raise TypeError("model_name must be a str, not %s" % type(msg["model"]).__name__)
-    call = _calls.open()
-    msg.update(op="control", call=call.id, what=what)
     b = _batch.get()
     if b is not None:
         msg["batch"] = b.id
     try:
-        events.send(msg)
-        reply = call.get()
-    finally:
-        _calls.close(call.id)
-    if "error" in reply:
-        raise TritonModelException(fail + reply["error"]["msg"])
-    return reply.get("ready", False)
+        return _request("control", what=what, **msg).get("ready", False)
+    except TritonModelException as e:
+        raise TritonModelException(fail + str(e))
 
 
 def load_model(model_name, config="", files=None):
