@@ -36,6 +36,7 @@ import traceback
 FD_CMD, FD_EVENTS, FD_DOWN, FD_UP, FD_ANSWERS = 3, 4, 5, 6, 7
 _HEADER = 64  # bytes before every shared-memory block: the state word, padding
 _LEN = struct.Struct("<I")
+_MAX_MESSAGE = 64 << 20  # the most a message may carry (the server's maxMessage); tensors go by shared memory
 
 
 class _Channel:
@@ -53,6 +54,10 @@ class _Channel:
 
     def send(self, msg):
         data = marshal.dumps(msg, 2)  # version 2: no references (the server's reader)
+        if len(data) > _MAX_MESSAGE and self.wlock is not None:
+            # The server would take it for a broken stub; the model's call fails instead.
+            raise TritonModelException("a message of %d bytes for the server, which takes at most %d"
+                                       % (len(data), _MAX_MESSAGE))
         if self.wlock is None:
             self._write(_LEN.pack(len(data)), data)
             return

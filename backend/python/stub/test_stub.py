@@ -127,6 +127,17 @@ class ModelLoadingTest(unittest.TestCase):
             self.assertEqual(str(e.exception), "Failed to unload model: the model loading API is not supported in " + name)
             stub._state[phase] = False
 
+    def test_files_beyond_a_message(self):
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        self.addCleanup(os.close, w)
+        self.addCleanup(setattr, stub, "events", getattr(stub, "events", None))
+        stub.events = stub._Channel(r, w, True)
+        with self.assertRaises(pb_utils.TritonModelException) as e:
+            pb_utils.load_model("m", "{}", {"file:1/model.onnx": bytes(stub._MAX_MESSAGE)})
+        self.assertTrue(str(e.exception).startswith("Failed to load model: a message of "), str(e.exception))
+        self.assertEqual(stub.events.sent, 0)
+
     def test_files_must_be_bytes(self):
         for files in ([b"x"], {"file:1/model.py": "text"}):
             with self.assertRaises(pb_utils.TritonModelException) as e:
