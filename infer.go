@@ -169,6 +169,14 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 // is no response: a request that failed ends its stream with the error;
 // otherwise its responses go on through the Sender.
 func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duration) (*InferResponse, error) {
+	if c.req.Rescheduled() && c.req.Err() == nil {
+		rows := c.req.BatchSize
+		v.putCall(c)
+		if v.seq == nil || !v.seq.iterative {
+			return nil, v.fail(t, rows, v.errorf(req, Internal, fmt.Errorf("model '%s' rescheduled a request, which needs sequence_batching { iterative_sequence: true } in its configuration", v.name)))
+		}
+		return nil, errRescheduled // inferSequence runs it again
+	}
 	if st := c.stream; st != nil {
 		if err := c.req.Err(); err != nil {
 			st.End(v.backendError(req, err))

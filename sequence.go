@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -58,13 +59,21 @@ type sequencer struct {
 	stringIDs bool // the CORRID control is TYPE_STRING
 	uintIDs   bool // the CORRID control is numeric
 	observer  backend.SequenceObserver
+	iterative bool          // iterative_sequence: a request without a correlation ID is a sequence of its own
+	generated atomic.Uint64 // the last correlation ID given to such a request
 }
 
-// seqKey is a correlation ID: a number or a string.
+// seqKey is a correlation ID: a number or a string, or one the server
+// gave a request of an iterative sequence (gen), apart from the clients'.
 type seqKey struct {
-	n uint64
-	s string
+	n   uint64
+	s   string
+	gen bool
 }
+
+// errRescheduled is what run returns for a request the backend
+// rescheduled (backend.Request.Reschedule): it runs again.
+var errRescheduled = errors.New("rescheduled")
 
 func (k seqKey) String() string {
 	if k.s != "" {
@@ -94,7 +103,7 @@ type stateSpec struct {
 // under <model>/initial_state/).
 func newSequencer(v *version, fsys fs.FS, instances int) (*sequencer, error) {
 	sb := v.cfg.GetSequenceBatching()
-	s := &sequencer{v: v, cfg: sequenceConfig(v.cfg, instances)}
+	s := &sequencer{v: v, cfg: sequenceConfig(v.cfg, instances), iterative: sb.GetIterativeSequence()}
 	for _, ci := range sb.GetControlInput() {
 		for _, c := range ci.GetControl() {
 			ctl, err := compileControl(ci.GetName(), c)
@@ -242,9 +251,18 @@ func compileState(v *version, fsys fs.FS, st *modelconfig.ModelSequenceBatching_
 	return spec, nil
 }
 
-// key checks a request's correlation ID.
+// key checks a request's correlation ID. A request without one to an
+// iterative sequence model gets one of its own, and starts its sequence
+// (as Triton's).
 func (s *sequencer) key(req *InferRequest) (seqKey, error) {
 	k := seqKey{n: req.SequenceID, s: req.SequenceIDString}
+	if s.iterative && k.s == "" && k.n == 0 {
+		k.n, k.gen = s.generated.Add(1), true
+		if s.stringIDs {
+			k.s = strconv.FormatUint(k.n, 10)
+		}
+		return k, nil
+	}
 	switch {
 	case k.s == "" && k.n == 0:
 		return k, fmt.Errorf("inference request to model '%s' must specify a non-zero or non-empty correlation ID", s.v.name)
@@ -343,16 +361,33 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 	if err != nil {
 		return nil, v.fail(t, batch, v.errorf(req, InvalidArgument, err))
 	}
-	tn, err := s.sched.Admit(ctx, k, req.SequenceStart)
+	run := *req
+	if k.gen {
+		run.SequenceID, run.SequenceIDString, run.SequenceStart = k.n, k.s, true
+	}
+	for {
+		resp, err := s.step(ctx, req, &run, k, batch, t, st)
+		if err != errRescheduled {
+			return resp, err
+		}
+		// The backend rescheduled the request: it is the sequence's next one.
+		run.SequenceStart, run.SequenceEnd = false, false
+	}
+}
+
+// step runs one request of sequence k (run: req with the sequence's
+// fields for this execution).
+func (s *sequencer) step(ctx context.Context, req, run *InferRequest, k seqKey, batch int64, t *timing, st *backend.Stream) (*InferResponse, error) {
+	v := s.v
+	tn, err := s.sched.Admit(ctx, k, run.SequenceStart)
 	if err != nil {
 		return nil, v.fail(t, batch, s.admitError(req, k, err))
 	}
-	state, err := tn.Wait(ctx, req.SequenceStart)
+	state, err := tn.Wait(ctx, run.SequenceStart)
 	if err != nil {
 		return nil, v.fail(t, batch, s.waitError(req, k, err))
 	}
-	run := *req
-	run.Inputs = s.inputs(req, k, state)
+	run.Inputs = s.inputs(run, k, state)
 	if len(req.Outputs) > 0 && len(s.states) > 0 {
 		run.Outputs = slices.Clip(req.Outputs)
 		for _, st := range s.states {
@@ -361,7 +396,12 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 			}
 		}
 	}
-	resp, err := v.run(ctx, &run, batch, t, st)
+	resp, err := v.run(ctx, run, batch, t, st)
+	run.Inputs = req.Inputs
+	if err == errRescheduled {
+		tn.Done(false)
+		return nil, err
+	}
 	if err == nil && st == nil {
 		var next []tensor.Tensor
 		if next, err = s.takeState(req, resp); err != nil {
@@ -372,7 +412,7 @@ func (v *version) inferSequence(ctx context.Context, req *InferRequest, batch in
 	} else if ctx.Err() != nil {
 		tn.Cancel() // as in Triton, the requests queued behind it are cancelled too
 	}
-	tn.Done(req.SequenceEnd)
+	tn.Done(req.SequenceEnd || k.gen) // a sequence of the server's ends with its request
 	if err != nil {
 		return nil, err
 	}

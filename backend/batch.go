@@ -42,9 +42,10 @@ type Request struct {
 	SequenceStart    bool
 	SequenceEnd      bool
 
-	outputs []tensor.Tensor
-	err     error
-	sender  *Sender
+	outputs     []tensor.Tensor
+	err         error
+	sender      *Sender
+	rescheduled bool
 }
 
 // Sender returns the request's response sender when the model is decoupled
@@ -105,13 +106,31 @@ func (r *Request) Fail(err error) {
 // Err returns the error the request failed with, or nil.
 func (r *Request) Err() error { return r.err }
 
-// Reset clears the results of the request (outputs, error and sender) and keeps the
-// capacity of its storage. Schedulers use it to recycle requests.
+// Reschedule asks the server to run the request again in a later batch
+// instead of answering it now (Triton's request release flag
+// TRITONSERVER_REQUEST_RELEASE_RESCHEDULE): it becomes the next request
+// of its own sequence, with the same inputs and SequenceStart and
+// SequenceEnd false, and outputs set on it in this execution are
+// dropped. This is for models with sequence_batching { iterative_sequence:
+// true }, where one request drives a whole sequence (an LLM's token
+// loop); on any other model the request fails. A decoupled model sends
+// each iteration's responses through the Sender, which stays the same,
+// and Final in the iteration that does not reschedule.
+func (r *Request) Reschedule() { r.rescheduled = true }
+
+// Rescheduled reports whether [Request.Reschedule] was called in this
+// execution.
+func (r *Request) Rescheduled() bool { return r.rescheduled }
+
+// Reset clears the results of the request (outputs, error, sender and
+// rescheduling) and keeps the capacity of its storage. Schedulers use it
+// to recycle requests.
 func (r *Request) Reset() {
 	clear(r.outputs)
 	r.outputs = r.outputs[:0]
 	r.err = nil
 	r.sender = nil
+	r.rescheduled = false
 }
 
 // Batch is the unit of work handed to [Instance.Execute]: one or more
