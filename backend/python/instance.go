@@ -248,6 +248,9 @@ func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	b.MarkInferDone()
 	in.done(p, r, ans)
 	p.waitSeen(ans.Seq) // responses its senders sent before execute returned
+	if err := in.rescheduled(ctx, r); err != nil {
+		return err
+	}
 	if !r.decoupled {
 		select {
 		case <-r.finished:
@@ -464,8 +467,13 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 				r.completed(i)
 			}
 		}
-	} else if !r.decoupled {
-		for i, resp := range m.Responses {
+	} else {
+		for _, i := range m.Resched {
+			if i >= 0 && i < len(r.reqs) && !r.complete[i] {
+				r.reqs[i].Reschedule() // the server runs it again in a later batch (see rescheduled)
+			}
+		}
+		for i, resp := range m.Responses { // none for a decoupled model
 			if i >= len(r.reqs) || resp == nil || r.complete[i] {
 				continue
 			}
@@ -507,6 +515,31 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		r.completed(m.Req)
 		in.finishIfDone(r)
 	}
+}
+
+// rescheduled ends the part in batch r of the requests the model
+// rescheduled, once what their senders sent in this execution has been
+// handled: a decoupled request's next execution sends on the same Sender,
+// so what this one sent is handed on first.
+func (in *instance) rescheduled(ctx context.Context, r *run) error {
+	r.mu.Lock()
+	var wait []*outbox
+	for i, req := range r.reqs {
+		if req.Rescheduled() && !r.complete[i] {
+			r.completed(i)
+			if r.decoupled {
+				wait = append(wait, r.out[i])
+			}
+		}
+	}
+	in.finishIfDone(r)
+	r.mu.Unlock()
+	for _, o := range wait {
+		if err := o.drained(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *run) completed(i int) {
@@ -571,8 +604,25 @@ type outbox struct {
 	mu sync.Mutex
 	// mu protects the following.
 	queue   []backend.Response
-	running bool // a goroutine is emptying queue
-	owed    int  // credits earned and not returned yet
+	running bool          // a goroutine is emptying queue
+	idle    chan struct{} // closed when that goroutine ends; nil when none runs
+	owed    int           // credits earned and not returned yet
+}
+
+// drained waits until nothing of the request waits to be handed on.
+func (o *outbox) drained(ctx context.Context) error {
+	o.mu.Lock()
+	idle := o.idle
+	o.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // forward hands resp, request i's, on to its Sender: at once when nothing
@@ -590,7 +640,9 @@ func (in *instance) forward(p *proc, r *run, i int, resp backend.Response) {
 	}
 	o.queue = append(o.queue, resp)
 	start := !o.running
-	o.running = true
+	if start {
+		o.running, o.idle = true, make(chan struct{})
+	}
 	o.mu.Unlock()
 	if start {
 		in.wg.Go(func() { in.drain(p, r, i) })
@@ -606,6 +658,8 @@ func (in *instance) drain(p *proc, r *run, i int) {
 		o.mu.Lock()
 		if len(o.queue) == 0 {
 			o.running = false
+			close(o.idle)
+			o.idle = nil
 			o.mu.Unlock()
 			return
 		}

@@ -269,6 +269,7 @@ type stubMsg struct {
 	Fail      *string
 	Seq       uint64
 	Block     *int64 // done: the one block of every response's outputs
+	Resched   []int  // done: the requests the model rescheduled
 
 	Batch    *uint64 // send, bls
 	Req      int
@@ -454,9 +455,11 @@ func (m *stubMsg) decode(d *dec) error {
 }
 
 // decodeDone reads the answer to an execute command, ("done", id, seq,
-// block, fail, responses): block and fail may be None, responses is None
-// for a decoupled model, and each response None when its request's
-// response sender answered it.
+// block, fail, responses, rescheduled): block and fail may be None,
+// responses is None for a decoupled model, and each response None when
+// its request's response sender answered it (or it was rescheduled);
+// rescheduled, the indices of the requests the model rescheduled, may be
+// None.
 func (m *stubMsg) decodeDone(d *dec) error {
 	return d.items(func(i int) error {
 		var err error
@@ -493,6 +496,15 @@ func (m *stubMsg) decodeDone(d *dec) error {
 				r := new(wireResponse)
 				m.Responses = append(m.Responses, r)
 				return r.decode(d)
+			})
+		case 6:
+			if d.none() {
+				break
+			}
+			err = d.items(func(int) error {
+				n, err := d.integer()
+				m.Resched = append(m.Resched, int(n))
+				return err
 			})
 		default:
 			_, err = d.value()

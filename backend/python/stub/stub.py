@@ -475,10 +475,10 @@ class _Batch:
     cancellation flags, and the block holding its responses' outputs. Its
     requests point to it, not it to them, so that a batch's objects are
     freed as soon as they are done with, not left to the cycle collector."""
-    __slots__ = ("id", "flags_off", "block")
+    __slots__ = ("id", "flags_off", "block", "resched")
 
     def __init__(self, id, flags_off):
-        self.id, self.flags_off, self.block = id, flags_off, None
+        self.id, self.flags_off, self.block, self.resched = id, flags_off, None, None
 
     def cancelled(self, i):
         return down.view(self.flags_off + 4 * i, 1)[0] != 0
@@ -552,6 +552,15 @@ class InferenceResponseSender:
                 self._closed = True
                 _senders.discard(self)
             events.send(msg)
+
+    def _rescheduled(self):
+        """Closes the sender of a request the model rescheduled."""
+        with self._lock:
+            self._closed = True
+            if _decoupled and _send_window:
+                self._broken = "The request was rescheduled."
+                self._room.notify_all()
+        _senders.discard(self)
 
     def _credit(self, n):
         with self._lock:
@@ -653,8 +662,19 @@ class InferenceRequest:
         return self._batch is not None and self._batch.cancelled(self._index)
 
     def set_release_flags(self, flags):
+        """TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: the request runs again
+        in a later batch once execute returns (the model's config needs
+        sequence_batching { iterative_sequence: true }, which the server
+        checks); TRITONSERVER_REQUEST_RELEASE_ALL takes that back."""
+        b = self._batch
+        if b is None:
+            raise TritonModelException("Only requests passed to execute can be rescheduled.")
+        if b.resched is None:
+            b.resched = set()
         if flags & pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
-            raise TritonModelException("Request rescheduling is not supported by this backend.")
+            b.resched.add(self._index)
+        else:
+            b.resched.discard(self._index)
 
     def _call(self, decoupled):
         call = _calls.open()
@@ -1181,7 +1201,7 @@ def _execute(msg):
     """Runs an execute command, ["execute", id, flags, requests]; its answer
     is ("done", id, seq, block, fail, responses)."""
     _, bid, flags, wire = msg
-    responses = block = fail = token = None
+    responses = block = fail = token = resched = None
     _state["in_execute"] = True
     try:
         batch = _Batch(bid, flags)
@@ -1198,13 +1218,18 @@ def _execute(msg):
                 result = _await(result)
         responses = _responses(batch, requests, result)
         block = batch.block
+        if batch.resched:
+            resched = sorted(batch.resched)
+            for i in resched:  # the next execution of the request has a sender of its own
+                if requests[i]._sender is not None:
+                    requests[i]._sender._rescheduled()
     except Exception as e:
-        fail = _error_text(e)
+        fail, resched = _error_text(e), None
     finally:
         _state["in_execute"] = False
         if token is not None:
             _batch.reset(token)
-    return "done", bid, events.sent, block, fail, responses  # seq: the server handles those events first
+    return "done", bid, events.sent, block, fail, responses, resched  # seq: the server handles those events first
 
 
 def _responses(batch, requests, result):
@@ -1224,6 +1249,12 @@ def _responses(batch, requests, result):
         raise TritonModelException(
             "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
             "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d\n" % (len(requests), len(result)))
+    if batch.resched:
+        for i in batch.resched:
+            if result[i] is not None:
+                raise TritonModelException(
+                    "Expected a None object in the execute function return list for reschduled request, "
+                    "found type '%s'." % type(result[i]))
     parts = [None if resp is None else _response_parts(resp, req._wanted) for req, resp in zip(requests, result)]
     tensors = [t for p in parts if p is not None and p[0] for t in p[0]]
     if not tensors:
