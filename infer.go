@@ -5,6 +5,7 @@ package triton
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/triton-go/triton/backend"
@@ -171,11 +172,16 @@ func (v *version) run(ctx context.Context, req *InferRequest, batch int64, t *ti
 func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duration) (*InferResponse, error) {
 	if c.req.Rescheduled() && c.req.Err() == nil {
 		rows := c.req.BatchSize
-		v.putCall(c)
 		if v.seq == nil || !v.seq.iterative {
+			v.putCall(c)
 			return nil, v.fail(t, rows, v.errorf(req, Internal, fmt.Errorf("model '%s' rescheduled a request, which needs sequence_batching { iterative_sequence: true } in its configuration", v.name)))
 		}
-		return nil, errRescheduled // inferSequence runs it again
+		var state *InferResponse // the implicit state it produced is its next execution's
+		if len(v.seq.states) > 0 && c.stream == nil {
+			state = &InferResponse{Outputs: slices.Clone(c.req.Outputs())}
+		}
+		v.putCall(c)
+		return state, errRescheduled // inferSequence runs it again
 	}
 	if st := c.stream; st != nil {
 		if err := c.req.Err(); err != nil {

@@ -2,9 +2,11 @@ package triton_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -172,5 +174,52 @@ output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
 	_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "again", Inputs: []tensor.Tensor{int32s(t, "N", tensor.Shape{1}, 1)}})
 	if err == nil || !strings.Contains(err.Error(), "iterative_sequence: true") {
 		t.Fatalf("error %v, want one naming iterative_sequence", err)
+	}
+}
+
+// TestIterativeSequenceState: the implicit state a rescheduled execution
+// produces is its next execution's.
+func TestIterativeSequenceState(t *testing.T) {
+	var executions atomic.Int32
+	count := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			if executions.Add(1) > 100 {
+				return errors.New("still rescheduling after 100 executions: the state did not carry")
+			}
+			n, _, _ := reqInput[int32](r, "N")
+			acc, _, _ := reqInput[int32](r, "ACC_IN")
+			start, _, _ := reqInput[int32](r, "START")
+			next := acc[0] + 1
+			if start[0] == 1 {
+				next = 1
+			}
+			out, _ := tensor.From("ACC_OUT", tensor.Shape{1}, []int32{next})
+			r.SetOutput(out)
+			if next < n[0] {
+				r.Reschedule()
+				continue
+			}
+			step, _ := tensor.From("STEP", tensor.Shape{1}, []int32{next})
+			r.SetOutput(step)
+		}
+		return nil
+	})
+	srv := newServer(t, map[string]string{"count/config.pbtxt": `
+backend: "count"
+max_batch_size: 0
+input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  iterative_sequence: true
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`, "count/1/m": ""}, triton.WithBackend("count", count))
+	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "count", Inputs: []tensor.Tensor{int32s(t, "N", tensor.Shape{1}, 5)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputInt32(t, resp, "STEP"); got[0] != 5 || executions.Load() != 5 {
+		t.Errorf("STEP %v after %d executions, want 5 after 5", got, executions.Load())
 	}
 }

@@ -399,6 +399,14 @@ func (s *sequencer) step(ctx context.Context, req, run *InferRequest, k seqKey, 
 	resp, err := v.run(ctx, run, batch, t, st)
 	run.Inputs = req.Inputs
 	if err == errRescheduled {
+		if resp != nil {
+			next, serr := s.takeState(req, resp)
+			if serr != nil {
+				tn.Done(req.SequenceEnd || k.gen)
+				return nil, v.fail(t, batch, v.errorf(req, Internal, serr))
+			}
+			tn.SetState(next)
+		}
 		tn.Done(false)
 		return nil, err
 	}
