@@ -180,3 +180,65 @@ output [ { name: "WORD" data_type: TYPE_STRING dims: [ 1 ] } ]
 	// of
 	// tokens
 }
+
+// A model that loops over one request (a token generator, say) declares
+// an iterative sequence and reschedules the request until it is done: each
+// iteration is an execution of its own, batched with the other requests'
+// iterations, and the implicit state carries from one to the next.
+func ExampleServer_Infer_iterativeSequence() {
+	repo := fstest.MapFS{
+		"tokens/config.pbtxt": {Data: []byte(`
+backend: "go"
+max_batch_size: 0
+input [ { name: "LENGTH" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "TOKENS" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  iterative_sequence: true
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "SO_FAR" output_name: "NEXT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`)},
+		"tokens/1/README": {Data: []byte("a Go backend")},
+	}
+	generate := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			length, _ := r.Input("LENGTH")
+			soFar, _ := r.Input("SO_FAR")
+			start, _ := r.Input("START")
+			n, _ := tensor.View[int32](soFar)
+			want, _ := tensor.View[int32](length)
+			first, _ := tensor.View[int32](start)
+			made := n[0] + 1 // one more token
+			if first[0] == 1 {
+				made = 1
+			}
+			next, _ := tensor.From("NEXT", tensor.Shape{1}, []int32{made})
+			r.SetOutput(next)
+			if made < want[0] {
+				r.Reschedule() // run again, in a later batch
+				continue
+			}
+			tokens, _ := tensor.From("TOKENS", tensor.Shape{1}, []int32{made})
+			r.SetOutput(tokens)
+		}
+		return nil
+	})
+	srv, err := triton.New(triton.WithRepository(repo), triton.WithBackend("go", generate))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	length, _ := tensor.From("LENGTH", tensor.Shape{1}, []int32{3})
+	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "tokens", Inputs: []tensor.Tensor{length}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := resp.Output("TOKENS")
+	tokens, _ := tensor.View[int32](out)
+	stats, _ := srv.Stats("tokens", 0)
+	fmt.Println(tokens, "tokens in", stats[0].ExecutionCount, "executions")
+	// Output: [3] tokens in 3 executions
+}
