@@ -8,6 +8,8 @@ import (
 	"math/big"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/triton-go/triton/tensor"
 )
 
 // Messages are encoded in Python's own marshal format, version 2 (no
@@ -337,6 +339,12 @@ func (d *dec) each(f func(key string) error) error {
 
 // items reads a list (or tuple), calling f for each item.
 func (d *dec) items(f func(i int) error) error {
+	return d.sized(nil, f)
+}
+
+// sized reads a list (or tuple) as items does, first telling size (when
+// not nil) how many items it has, so that the caller allocates once.
+func (d *dec) sized(size func(n int), f func(i int) error) error {
 	c, err := d.next()
 	if err != nil {
 		return err
@@ -354,12 +362,39 @@ func (d *dec) items(f func(i int) error) error {
 	if n < 0 || n > len(d.b)-d.off {
 		return errShort
 	}
+	if size != nil {
+		size(n)
+	}
 	for i := range n {
 		if err := f(i); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dtype reads a tensor's data type name: one of Triton's, as a constant
+// string (no allocation), or any other as it is.
+func (d *dec) dtype() (string, error) {
+	c, err := d.next()
+	if err != nil {
+		return "", err
+	}
+	if c != mStr && c != mBytes {
+		return "", fmt.Errorf("want a str, have marshal type %q", c)
+	}
+	n, err := d.u32()
+	if err != nil {
+		return "", err
+	}
+	b, err := d.take(n)
+	if err != nil {
+		return "", err
+	}
+	if dt := tensor.ParseDataType(string(b)); dt.Valid() {
+		return dt.String(), nil
+	}
+	return string(b), nil
 }
 
 func (d *dec) str() (string, error) {

@@ -45,7 +45,8 @@ type proc struct {
 	cmds     *conn         // server → stub commands (a pipe)
 	answers  *bufio.Reader // the stub's answers (a pipe), read by the one issuing the command
 	ansFile  *os.File      // under answers
-	cmdMu    sync.Mutex    // one command at a time
+	cmdMu    sync.Mutex    // one command at a time; it guards ansBuf
+	ansBuf   []byte        // the last answer's bytes, reused (decoding copies what it keeps)
 	async    *conn         // the stub's own messages; the server's replies to its calls
 	down, up *region
 	h        handler
@@ -294,9 +295,12 @@ func (p *proc) exchange(msg message) (*stubMsg, error) {
 	p.cmdMu.Lock()
 	defer p.cmdMu.Unlock()
 	m := new(stubMsg)
-	var buf []byte
 	if err := p.cmds.send(msg); err == nil {
-		if err = readMsg(p.answers, &buf, m); err == nil {
+		err = readMsg(p.answers, &p.ansBuf, m)
+		if cap(p.ansBuf) > 1<<20 {
+			p.ansBuf = nil // a rare large answer is not kept
+		}
+		if err == nil {
 			return m, nil
 		}
 	}

@@ -590,7 +590,7 @@ func (d *dec) params() (map[string]any, error) {
 
 func (d *dec) tensors() ([]wireTensor, error) {
 	var ts []wireTensor
-	err := d.items(func(int) error {
+	err := d.sized(func(n int) { ts = make([]wireTensor, 0, n) }, func(int) error {
 		var t wireTensor
 		err := d.items(func(i int) error {
 			var err error
@@ -598,9 +598,9 @@ func (d *dec) tensors() ([]wireTensor, error) {
 			case 0:
 				t.Name, err = d.str()
 			case 1:
-				t.Type, err = d.str()
+				t.Type, err = d.dtype()
 			case 2:
-				err = d.items(func(int) error {
+				err = d.sized(func(n int) { t.Shape = make([]int64, 0, n) }, func(int) error {
 					n, err := d.integer()
 					t.Shape = append(t.Shape, n)
 					return err
