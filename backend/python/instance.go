@@ -644,10 +644,17 @@ func (in *instance) forward(p *proc, r *run, i int, resp backend.Response) {
 		o.running, o.idle = true, make(chan struct{})
 	}
 	o.mu.Unlock()
+	if outboxWaitHook != nil {
+		outboxWaitHook()
+	}
 	if start {
 		in.wg.Go(func() { in.drain(p, r, i) })
 	}
 }
+
+// outboxWaitHook, when set (by tests), is called each time a response
+// waits in an outbox for room in its Sender.
+var outboxWaitHook func()
 
 // drain hands request i's waiting responses on, waiting for room in its
 // Sender; it ends once none waits. A stream that ends (the consumer went

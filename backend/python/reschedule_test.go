@@ -3,12 +3,15 @@ package python_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -135,5 +138,65 @@ output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error with %q", model, err, want)
 		}
+	}
+}
+
+// burstModel sends 40 responses an execution, numbered on across its
+// executions, and reschedules its request 3 times.
+const burstModel = `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.sent = {}
+
+    def execute(self, requests):
+        for request in requests:
+            cid = request.correlation_id()
+            if request.flags() & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START:
+                self.sent[cid] = 0
+            sender = request.get_response_sender()
+            for _ in range(40):
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([self.sent[cid]], np.int32))]))
+                self.sent[cid] += 1
+            if self.sent[cid] < 160:
+                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+            else:
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+`
+
+// TestRescheduleSlowConsumer: a decoupled request's responses keep their
+// order across its executions while its consumer reads slowly (some wait
+// in the server when the next execution starts sending).
+func TestRescheduleSlowConsumer(t *testing.T) {
+	waited := make(chan struct{})
+	var once sync.Once
+	python.SetOutboxWaitHook(func() { once.Do(func() { close(waited) }) })
+	t.Cleanup(func() { python.SetOutboxWaitHook(nil) }) // after the server closes: cleanups run last first
+	srv := newRepo(t).model("burst", fmt.Sprintf(iterativeConfig, "model_transaction_policy { decoupled: true }"), burstModel).Serve()
+	var got []int32
+	for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "burst", Inputs: inInput(0)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			<-waited // read on only once responses wait in the server
+		}
+		for range 300 {
+			runtime.Gosched() // a slow consumer: the model sends faster than it reads
+		}
+		if out, ok := resp.Output("OUT"); ok {
+			got = append(got, must(tensor.View[int32](out))...)
+		}
+	}
+	for i, v := range got {
+		if v != int32(i) {
+			t.Fatalf("response %d is %d (%v...): out of order", i, v, got[max(0, i-3):min(len(got), i+3)])
+		}
+	}
+	if len(got) != 160 {
+		t.Errorf("%d responses, want 160", len(got))
 	}
 }
