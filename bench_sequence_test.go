@@ -2,10 +2,13 @@ package triton_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -55,4 +58,86 @@ func BenchmarkSequenceOverhead(b *testing.B) {
 			stream(b.Loop)
 		})
 	}
+}
+
+// BenchmarkIterativeSequence compares a request that its model reschedules
+// 16 times (iterative_sequence: one request, 16 executions) against a
+// client driving the same 16 executions as a sequence of 16 requests,
+// START to END, on the same model and server, alternating op by op. The
+// model counts its executions in an implicit state and reschedules until
+// the count reaches N (16 for the first, 1 for the client's requests).
+// Reported: ns per execution of each, and their ratio (median of the ops).
+// Run: go test -run '^$' -bench IterativeSequence -benchmem .
+func BenchmarkIterativeSequence(b *testing.B) {
+	const iterations = 16
+	count := backend.Func(func(ctx context.Context, bt *backend.Batch) error {
+		for _, r := range bt.Requests {
+			n, _, _ := reqInput[int32](r, "N")
+			acc, _, _ := reqInput[int32](r, "ACC_IN")
+			start, _, _ := reqInput[int32](r, "START")
+			next := acc[0] + 1
+			if start[0] == 1 {
+				next = 1
+			}
+			out, _ := tensor.From("ACC_OUT", tensor.Shape{1}, []int32{next})
+			r.SetOutput(out)
+			if next < n[0] {
+				r.Reschedule()
+				continue
+			}
+			step, _ := tensor.From("STEP", tensor.Shape{1}, []int32{next})
+			r.SetOutput(step)
+		}
+		return nil
+	})
+	srv := newServer(b, map[string]string{"count/config.pbtxt": `
+backend: "count"
+max_batch_size: 0
+input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  iterative_sequence: true
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`, "count/1/m": ""}, triton.WithBackend("count", count))
+	ctx := context.Background()
+	iterative := &triton.InferRequest{Model: "count", Inputs: []tensor.Tensor{int32s(b, "N", tensor.Shape{1}, iterations)}}
+	one := []tensor.Tensor{int32s(b, "N", tensor.Shape{1}, 1)}
+	var resched, client []float64
+	var id uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := srv.Infer(ctx, iterative); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		id++
+		for i := range iterations {
+			req := &triton.InferRequest{Model: "count", SequenceID: id, SequenceStart: i == 0, SequenceEnd: i == iterations-1, Inputs: one}
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		resched = append(resched, float64(t1.Sub(t0))/iterations)
+		client = append(client, float64(t2.Sub(t1))/iterations)
+	}
+	ratios := make([]float64, len(resched))
+	for i := range resched {
+		ratios[i] = resched[i] / client[i]
+	}
+	b.ReportMetric(medianOf(resched), "rescheduled-ns/exec")
+	b.ReportMetric(medianOf(client), "client-ns/exec")
+	b.ReportMetric(medianOf(ratios), "ratio")
+}
+
+// medianOf returns the median of xs (which it sorts).
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
