@@ -388,3 +388,58 @@ func TestModelStreamInferLargeTensors(t *testing.T) {
 		t.Errorf("after the last response: %v, want EOF", err)
 	}
 }
+
+// TestModelStreamInferIterative: a Triton client streams one request,
+// without a sequence id, to a decoupled iterative sequence model that
+// reschedules it; every iteration's response comes back on the stream,
+// the last one final.
+func TestModelStreamInferIterative(t *testing.T) {
+	files := repo()
+	files["tokens/config.pbtxt"] = `name: "tokens" backend: "tokens" max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+model_transaction_policy { decoupled: true }
+sequence_batching {
+  iterative_sequence: true
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+}`
+	files["tokens/1/model"] = ""
+	made := map[uint64]int32{} // by sequence (one instance: executions do not overlap)
+	tokens := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			n, _ := r.Input("INPUT0")
+			start, _ := r.Input("START")
+			if start.Data[0] == 1 {
+				made[r.SequenceID] = 0
+			}
+			made[r.SequenceID]++
+			k := made[r.SequenceID]
+			out, _ := tensor.From("OUTPUT0", tensor.Shape{1}, []int32{k})
+			last := k >= int32(binary.LittleEndian.Uint32(n.Data))
+			if err := r.Sender().Send(ctx, backend.Response{Outputs: []tensor.Tensor{out}, Final: last}); err != nil {
+				return err
+			}
+			if !last {
+				r.Reschedule()
+			}
+		}
+		return nil
+	})
+	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("tokens", tokens)}})
+	stream := openStream(t, t.Context(), f)
+	send(t, stream, &inferencepb.ModelInferRequest{ModelName: "tokens", Id: "t",
+		Inputs:           []*inferencepb.ModelInferRequest_InferInputTensor{in("INPUT0", "INT32", 1)},
+		RawInputContents: [][]byte{raw[int32](5)},
+	})
+	for i := int32(1); i <= 5; i++ {
+		resp := recv(t, stream)
+		r := resp.GetInferResponse()
+		if resp.GetErrorMessage() != "" || r.GetId() != "t" || !bytes.Equal(r.GetRawOutputContents()[0], raw(i)) {
+			t.Fatalf("response %d: %v", i, resp)
+		}
+		if final := r.GetParameters()["triton_final_response"].GetBoolParam(); final != (i == 5) {
+			t.Errorf("response %d: triton_final_response %v", i, final)
+		}
+	}
+	wantEOF(t, stream)
+}
