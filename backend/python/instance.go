@@ -720,16 +720,31 @@ func (in *instance) read(p *proc, resp *wireResponse, release bool) ([]tensor.Te
 	if e := resp.Error; e != nil {
 		return nil, &pyError{msg: e.Msg, code: e.Code}
 	}
+	if release {
+		if off, ok := upBlock(resp.Outputs); ok {
+			defer p.up.release(off)
+		}
+	}
 	if len(resp.Outputs) == 0 {
 		return nil, nil
-	}
-	if release {
-		defer p.up.release(resp.Outputs[0].Off)
 	}
 	return readTensors(p, resp.Outputs, in.m.spec.Name)
 }
 
-// readTensors copies tensors out of the stub's region.
+// upBlock is the block of the stub's region that holds a response's
+// outputs: the first's that is not in the server's region.
+func upBlock(ws []wireTensor) (int64, bool) {
+	for _, w := range ws {
+		if !w.Down {
+			return w.Off, true
+		}
+	}
+	return 0, false
+}
+
+// readTensors copies tensors out of the stub's region, or out of the
+// server's for an output that is a view of an input (whose block lives
+// until its request is complete, after this copy).
 func readTensors(p *proc, ws []wireTensor, model string) ([]tensor.Tensor, error) {
 	out := make([]tensor.Tensor, len(ws))
 	for i, w := range ws {
@@ -737,7 +752,11 @@ func readTensors(p *proc, ws []wireTensor, model string) ([]tensor.Tensor, error
 		if !dt.Valid() {
 			return nil, fmt.Errorf("model '%s': output '%s' has data type %q", model, w.Name, w.Type)
 		}
-		view, err := p.up.view(w.Off, w.Bytes)
+		region := p.up
+		if w.Down {
+			region = p.down
+		}
+		view, err := region.view(w.Off, w.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("model '%s': output '%s': %w", model, w.Name, err)
 		}

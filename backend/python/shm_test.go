@@ -68,3 +68,55 @@ func TestSharedMemoryLimit(t *testing.T) {
 		t.Fatal("output differs")
 	}
 }
+
+// TestOutputsThatAreInputs: an output that is the input, or a slice of it,
+// is read by the server from the input's own shared memory, not copied
+// into the stub's region first (which stays at its initial 1 MiB).
+func TestOutputsThatAreInputs(t *testing.T) {
+	r := newRepo(t).model("pass", `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+output [
+  { name: "OUT" data_type: TYPE_UINT8 dims: [ -1 ] },
+  { name: "HALF" data_type: TYPE_UINT8 dims: [ -1 ] },
+  { name: "UP" data_type: TYPE_INT64 dims: [ 1 ] }
+]
+`, `
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            out.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUT", x),
+                pb_utils.Tensor("HALF", x[x.shape[0] // 2:]),
+                pb_utils.Tensor("UP", np.array([os.fstat(6).st_size], np.int64))]))  # fd 6: the stub's region
+        return out
+`)
+	srv := r.Serve()
+	in := make([]byte, 4<<20)
+	for i := range in {
+		in[i] = byte(i * 7 / 3)
+	}
+	var up int64
+	for range 2 { // the second request sees the region as the first left it
+		resp, err := infer(t, srv, "pass", must(tensor.From("IN", tensor.Shape{int64(len(in))}, in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := resp.Output("OUT")
+		half, _ := resp.Output("HALF")
+		if !bytes.Equal(out.Data, in) || !bytes.Equal(half.Data, in[len(in)/2:]) {
+			t.Fatal("OUT or HALF differ from the input")
+		}
+		u, _ := resp.Output("UP")
+		up = must(tensor.View[int64](u))[0]
+	}
+	if up > 1<<20 {
+		t.Errorf("the stub's region grew to %d bytes for 6 MiB of outputs that are views of the input", up)
+	}
+}

@@ -62,6 +62,7 @@ type wireTensor struct {
 	Shape []int64
 	Off   int64
 	Bytes int64
+	Down  bool // an output of the stub that lies in the server's region (a view of an input), not in its own
 }
 
 // encode writes the tensor as a list: name, data type, shape, offset,
@@ -609,6 +610,8 @@ func (d *dec) tensors() ([]wireTensor, error) {
 				t.Off, err = d.integer()
 			case 4:
 				t.Bytes, err = d.integer()
+			case 5:
+				t.Down, err = d.boolean()
 			default:
 				_, err = d.value()
 			}

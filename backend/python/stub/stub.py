@@ -21,6 +21,7 @@
 
 import asyncio
 import contextvars
+import ctypes
 import gc
 import importlib.util
 import json
@@ -109,6 +110,7 @@ class _Region:
         self.fd = fd
         self.mm = self.mv = None
         self.size = 0
+        self.maps = {}  # id of each mapping made -> (mapping, its address), for offset_of
         self._remap()
 
     def _remap(self):
@@ -117,6 +119,26 @@ class _Region:
             self.mm = mmap.mmap(self.fd, size)
             self.mv = memoryview(self.mm)
             self.size = size
+            c = ctypes.c_char.from_buffer(self.mm)
+            self.maps[id(self.mm)] = (self.mm, ctypes.addressof(c))
+            del c  # an export left alive would keep the mapping from closing
+
+    def offset_of(self, a):
+        """The offset in the region of array a's data when a is C-contiguous
+        and a view of a mapping of the region (an input, a slice of one),
+        else None."""
+        if not a.flags.c_contiguous:
+            return None
+        b = a.base
+        while isinstance(b, np.ndarray):
+            b = b.base
+        if isinstance(b, memoryview):
+            b = b.obj
+        m = self.maps.get(id(b))  # numpy keeps the mapping itself as the base of a view of it
+        if m is None or m[0] is not b:
+            return None
+        off = a.__array_interface__["data"][0] - m[1]
+        return off if 0 <= off and off + a.nbytes <= len(b) else None
 
     def view(self, off, n):
         if off + n > self.size:
@@ -430,13 +452,21 @@ def _wire_response(resp, wanted):
     """A response as the server reads it: (outputs, error, params), the
     outputs it wants written into one block of shared memory."""
     tensors, err, params = _response_parts(resp, wanted)
-    return (_write_tensors(tensors) if tensors else None), err, params
+    return (_write_tensors(tensors)[0] if tensors else None), err, params  # a copy: send returns, the model goes on
 
 
-def _write_tensors(tensors):
-    """Writes tensors into one block of the stub's region; their wire form."""
-    parts, total = [], 0
-    for t in tensors:
+_BY_REFERENCE = 1 << 16  # an output this large that is a view of an input is not copied
+
+
+def _write_tensors(tensors, by_reference=False):
+    """Writes tensors into one block of the stub's region; their wire form
+    and the block's offset (None when it holds nothing). With by_reference
+    (execute's returned responses, which the server reads before their
+    requests' inputs go back, and the model no longer touches), a large
+    output that is a view of the server's region, an input passed on or a
+    slice of one, is not copied: its wire form names that region."""
+    parts, total, wire = [], 0, [None] * len(tensors)
+    for i, t in enumerate(tensors):
         p = t._raw
         if p is None:
             a = t._array
@@ -445,17 +475,24 @@ def _write_tensors(tensors):
             elif a.nbytes <= 4096:
                 p = a.tobytes()  # small: a copy costs less than a cast
             else:
+                if by_reference and a.nbytes >= _BY_REFERENCE:
+                    off = down.offset_of(a)
+                    if off is not None:
+                        wire[i] = (t._name, t._dtype, t._shape, off, a.nbytes, True)
+                        continue
                 p = memoryview(a).cast("B")
         n = len(p) if type(p) is bytes else p.nbytes
-        parts.append((t, p, n, total))
+        parts.append((i, p, n, total))
         total += (n + 63) & ~63
+    if not parts:
+        return wire, None
     base, block = up.alloc(total)
-    wire = []
-    for t, p, n, o in parts:
+    for i, p, n, o in parts:
         if n:
             block[o:o + n] = p
-        wire.append((t._name, t._dtype, t._shape, base + o, n))
-    return wire
+        t = tensors[i]
+        wire[i] = (t._name, t._dtype, t._shape, base + o, n)
+    return wire, base
 
 
 def _read_tensors(wire, copy):
@@ -691,7 +728,7 @@ class InferenceRequest:
         if b is not None:
             msg["batch"] = b.id
         try:
-            msg["inputs"] = _write_tensors(self._inputs) if self._inputs else []
+            msg["inputs"] = _write_tensors(self._inputs)[0] if self._inputs else []
         except Exception:
             _calls.close(call.id)
             raise
@@ -1259,8 +1296,7 @@ def _responses(batch, requests, result):
     tensors = [t for p in parts if p is not None and p[0] for t in p[0]]
     if not tensors:
         return parts
-    wire = _write_tensors(tensors)
-    batch.block = wire[0][3]
+    wire, batch.block = _write_tensors(tensors, True)
     out, at = [], 0
     for p in parts:
         if p is not None and p[0]:

@@ -1,5 +1,5 @@
 # OUT = IN: the input's array (a view of the server's shared memory) is
-# the output tensor, which the stub writes to its own shared memory.
+# the output tensor, which the server reads where it wrote the input.
 import triton_python_backend_utils as pb_utils
 
 
