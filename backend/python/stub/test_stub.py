@@ -145,6 +145,28 @@ class ModelLoadingTest(unittest.TestCase):
             self.assertTrue(str(e.exception).startswith("failed to load model 'm', files should be a dictionary"))
 
 
+class OffsetOfTest(unittest.TestCase):
+    """Region.offset_of finds the offset of an array that is a view of the
+    region, and nothing for one that is not."""
+
+    def test_views_and_others(self):
+        fd = os.memfd_create("test_offset")
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 1 << 16)
+        region = stub._Region(fd)
+        a = np.ndarray((1024,), np.uint8, region.view(4096, 1024))
+        self.assertEqual(region.offset_of(a), 4096)
+        self.assertEqual(region.offset_of(a[512:]), 4096 + 512)
+        self.assertEqual(region.offset_of(a.reshape(32, 32)), 4096)
+        self.assertIsNone(region.offset_of(a[::2]), "not contiguous")
+        self.assertIsNone(region.offset_of(a.copy()), "a copy")
+        other = mmap.mmap(-1, 4096)
+        self.addCleanup(other.close)
+        b = np.ndarray((16,), np.uint8, memoryview(other)[:16])
+        self.assertIsNone(region.offset_of(b), "a view of another mapping")
+        del a, b
+
+
 class ChannelTest(unittest.TestCase):
     """The stub's message channel over a pipe: messages in order, one larger
     than the pipe and the read buffer, and the end of the pipe."""
