@@ -33,6 +33,7 @@ import struct
 import sys
 import threading
 import traceback
+import weakref
 
 FD_CMD, FD_EVENTS, FD_DOWN, FD_UP, FD_ANSWERS = 3, 4, 5, 6, 7
 _HEADER = 64  # bytes before every shared-memory block: the state word, padding
@@ -110,7 +111,7 @@ class _Region:
         self.fd = fd
         self.mm = self.mv = None
         self.size = 0
-        self.maps = {}  # id of each mapping made -> (mapping, its address), for offset_of
+        self.maps = {}  # id of each mapping still alive -> (weak reference to it, its address), for offset_of
         self._remap()
 
     def _remap(self):
@@ -120,7 +121,9 @@ class _Region:
             self.mv = memoryview(self.mm)
             self.size = size
             c = ctypes.c_char.from_buffer(self.mm)
-            self.maps[id(self.mm)] = (self.mm, ctypes.addressof(c))
+            key = id(self.mm)
+            # An old mapping lives while views of it do, then leaves maps.
+            self.maps[key] = (weakref.ref(self.mm, lambda _, k=key: self.maps.pop(k, None)), ctypes.addressof(c))
             del c  # an export left alive would keep the mapping from closing
 
     def offset_of(self, a):
@@ -135,7 +138,7 @@ class _Region:
         if isinstance(b, memoryview):
             b = b.obj
         m = self.maps.get(id(b))  # numpy keeps the mapping itself as the base of a view of it
-        if m is None or m[0] is not b:
+        if m is None or m[0]() is not b:
             return None
         off = a.__array_interface__["data"][0] - m[1]
         return off if 0 <= off and off + a.nbytes <= len(b) else None

@@ -164,7 +164,16 @@ class OffsetOfTest(unittest.TestCase):
         self.addCleanup(other.close)
         b = np.ndarray((16,), np.uint8, memoryview(other)[:16])
         self.assertIsNone(region.offset_of(b), "a view of another mapping")
-        del a, b
+        del b
+        os.ftruncate(fd, 1 << 17)  # the writer grows the region: a view beyond the old size remaps it
+        c = np.ndarray((16,), np.uint8, region.view(1 << 16, 16))
+        self.assertEqual(region.offset_of(c), 1 << 16)
+        self.assertEqual(region.offset_of(a), 4096, "a view of the old mapping")
+        self.assertEqual(len(region.maps), 2)
+        del a
+        gc.collect()
+        self.assertEqual(len(region.maps), 1, "an old mapping nobody views stayed")
+        del c
 
 
 class ChannelTest(unittest.TestCase):
