@@ -187,7 +187,11 @@ func blsInputs(p *proc, ws []wireTensor) ([]tensor.Tensor, error) {
 		if !dt.Valid() {
 			return nil, fmt.Errorf("input '%s' has data type %q", w.Name, w.Type)
 		}
-		view, err := p.up.view(w.Off, w.Bytes)
+		region := p.up
+		if w.Down {
+			region = p.down // a view of the calling execute's input, alive until it returns
+		}
+		view, err := region.view(w.Off, w.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("input '%s': %w", w.Name, err)
 		}
@@ -198,8 +202,8 @@ func blsInputs(p *proc, ws []wireTensor) ([]tensor.Tensor, error) {
 
 // releaseInputs gives the block of a BLS request's inputs back to the stub.
 func (in *instance) releaseInputs(p *proc, m *stubMsg) {
-	if len(m.Inputs) > 0 {
-		p.up.release(m.Inputs[0].Off)
+	if off, ok := upBlock(m.Inputs); ok {
+		p.up.release(off)
 	}
 }
 

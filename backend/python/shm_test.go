@@ -3,10 +3,12 @@ package python_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
@@ -118,5 +120,71 @@ class TritonPythonModel:
 	}
 	if up > 1<<20 {
 		t.Errorf("the stub's region grew to %d bytes for 6 MiB of outputs that are views of the input", up)
+	}
+}
+
+// TestBLSInputsThatAreInputs: a BLS call made from execute with the
+// request's input (the tensor itself, or a slice of its array) passes it
+// by reference too: the called model gets the right data, and the stub's
+// region stays at its initial 1 MiB.
+func TestBLSInputsThatAreInputs(t *testing.T) {
+	echo := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			in, _ := r.Input("IN")
+			r.SetOutput(tensor.Tensor{Name: "Y", DataType: in.DataType, Shape: in.Shape, Data: slices.Clone(in.Data)})
+		}
+		return nil
+	})
+	r := newRepo(t).model("front", `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+output [
+  { name: "SAME" data_type: TYPE_BOOL dims: [ 2 ] },
+  { name: "UP" data_type: TYPE_INT64 dims: [ 1 ] }
+]
+`, `
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            t = pb_utils.get_input_tensor_by_name(r, "IN")
+            x = t.as_numpy()
+            same = []
+            for arg, want in ((t, x), (pb_utils.Tensor("IN", x[len(x) // 2:]), x[len(x) // 2:])):
+                resp = pb_utils.InferenceRequest(model_name="echo", requested_output_names=["Y"], inputs=[arg]).exec()
+                if resp.has_error():
+                    raise pb_utils.TritonModelException(resp.error().message())
+                same.append(np.array_equal(pb_utils.get_output_tensor_by_name(resp, "Y").as_numpy(), want))
+            out.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("SAME", np.array(same, bool)),
+                pb_utils.Tensor("UP", np.array([os.fstat(6).st_size], np.int64))]))  # fd 6: the stub's region
+        return out
+`)
+	r.write("echo/config.pbtxt", `backend: "echo"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+output [ { name: "Y" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+`)
+	r.write("echo/1/.keep", "")
+	srv := r.Serve(triton.WithBackend("echo", echo))
+	in := make([]byte, 4<<20)
+	for i := range in {
+		in[i] = byte(i * 5 / 3)
+	}
+	resp, err := infer(t, srv, "front", must(tensor.From("IN", tensor.Shape{int64(len(in))}, in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, _ := resp.Output("SAME")
+	if v := must(tensor.View[bool](same)); !v[0] || !v[1] {
+		t.Errorf("the called model's outputs match its inputs: %v, want both", v)
+	}
+	u, _ := resp.Output("UP")
+	if up := must(tensor.View[int64](u))[0]; up > 1<<20 {
+		t.Errorf("the stub's region grew to %d bytes for 6 MiB of BLS inputs that are views of the input", up)
 	}
 }

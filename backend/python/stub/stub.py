@@ -458,16 +458,17 @@ def _wire_response(resp, wanted):
     return (_write_tensors(tensors)[0] if tensors else None), err, params  # a copy: send returns, the model goes on
 
 
-_BY_REFERENCE = 1 << 16  # an output this large that is a view of an input is not copied
+_BY_REFERENCE = 1 << 16  # a tensor this large that is a view of an input goes by reference (_write_tensors)
 
 
 def _write_tensors(tensors, by_reference=False):
     """Writes tensors into one block of the stub's region; their wire form
     and the block's offset (None when it holds nothing). With by_reference
-    (execute's returned responses, which the server reads before their
-    requests' inputs go back, and the model no longer touches), a large
-    output that is a view of the server's region, an input passed on or a
-    slice of one, is not copied: its wire form names that region."""
+    (execute's returned responses and its own BLS calls, which the server
+    is done with before the execute's inputs go back, and whose data the
+    model no longer touches), a large tensor that is a view of the
+    server's region, an input passed on or a slice of one, is not copied:
+    its wire form names that region."""
     parts, total, wire = [], 0, [None] * len(tensors)
     for i, t in enumerate(tensors):
         p = t._raw
@@ -484,6 +485,11 @@ def _write_tensors(tensors, by_reference=False):
                         wire[i] = (t._name, t._dtype, t._shape, off, a.nbytes, True)
                         continue
                 p = memoryview(a).cast("B")
+        elif by_reference and type(p) is memoryview and p.nbytes >= _BY_REFERENCE:
+            off = down.offset_of(np.frombuffer(p, np.uint8))  # an input tensor passed on as it is
+            if off is not None:
+                wire[i] = (t._name, t._dtype, t._shape, off, p.nbytes, True)
+                continue
         n = len(p) if type(p) is bytes else p.nbytes
         parts.append((i, p, n, total))
         total += (n + 63) & ~63
@@ -716,7 +722,7 @@ class InferenceRequest:
         else:
             b.resched.discard(self._index)
 
-    def _call(self, decoupled):
+    def _call(self, decoupled, by_reference=False):
         call = _calls.open()
         msg = {"op": "bls", "call": call.id, "model": self._model, "version": self._version,
                "rid": self._id, "flags": self._flags, "timeout": self._timeout,
@@ -731,7 +737,7 @@ class InferenceRequest:
         if b is not None:
             msg["batch"] = b.id
         try:
-            msg["inputs"] = _write_tensors(self._inputs)[0] if self._inputs else []
+            msg["inputs"] = _write_tensors(self._inputs, by_reference)[0] if self._inputs else []
         except Exception:
             _calls.close(call.id)
             raise
@@ -741,7 +747,13 @@ class InferenceRequest:
     def exec(self, decoupled=False):
         if not _state["in_execute"] and _batch.get() is None:
             return InferenceResponse(error=TritonError("BLS is only supported during the 'execute' function."))
-        call = self._call(decoupled)
+        # Inputs that are views of the execute's own inputs go by reference
+        # when the call ends before execute can return (and so before those
+        # inputs go back): a call of execute itself, on the main thread, with
+        # one response. Calls from other threads, async_exec and decoupled
+        # calls may outlive execute, and copy.
+        call = self._call(decoupled, not decoupled and _state["in_execute"] and
+                          threading.current_thread() is threading.main_thread())
         if decoupled:
             return ResponseIterator(call)
         reply = call.get()
