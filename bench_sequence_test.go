@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -65,42 +64,12 @@ func BenchmarkSequenceOverhead(b *testing.B) {
 // client driving the same 16 executions as a sequence of 16 requests,
 // START to END, on the same model and server, alternating op by op. The
 // model counts its executions in an implicit state and reschedules until
-// the count reaches N (16 for the first, 1 for the client's requests).
+// the count reaches N (16 for the first, 1 for the client's requests): countConfig.
 // Reported: ns per execution of each, and their ratio (median of the ops).
 // Run: go test -run '^$' -bench IterativeSequence -benchmem .
 func BenchmarkIterativeSequence(b *testing.B) {
 	const iterations = 16
-	count := backend.Func(func(ctx context.Context, bt *backend.Batch) error {
-		for _, r := range bt.Requests {
-			n, _, _ := reqInput[int32](r, "N")
-			acc, _, _ := reqInput[int32](r, "ACC_IN")
-			start, _, _ := reqInput[int32](r, "START")
-			next := acc[0] + 1
-			if start[0] == 1 {
-				next = 1
-			}
-			out, _ := tensor.From("ACC_OUT", tensor.Shape{1}, []int32{next})
-			r.SetOutput(out)
-			if next < n[0] {
-				r.Reschedule()
-				continue
-			}
-			step, _ := tensor.From("STEP", tensor.Shape{1}, []int32{next})
-			r.SetOutput(step)
-		}
-		return nil
-	})
-	srv := newServer(b, map[string]string{"count/config.pbtxt": `
-backend: "count"
-max_batch_size: 0
-input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
-  iterative_sequence: true
-  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
-  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-}
-`, "count/1/m": ""}, triton.WithBackend("count", count))
+	srv := newServer(b, map[string]string{"count/config.pbtxt": countConfig, "count/1/m": ""}, triton.WithBackend("count", counter(nil)))
 	ctx := context.Background()
 	iterative := &triton.InferRequest{Model: "count", Inputs: []tensor.Tensor{int32s(b, "N", tensor.Shape{1}, iterations)}}
 	one := []tensor.Tensor{int32s(b, "N", tensor.Shape{1}, 1)}

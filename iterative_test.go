@@ -177,13 +177,28 @@ output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
 	}
 }
 
-// TestIterativeSequenceState: the implicit state a rescheduled execution
-// produces is its next execution's.
-func TestIterativeSequenceState(t *testing.T) {
-	var executions atomic.Int32
-	count := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+// countConfig is an iterative sequence model that counts a request's
+// executions in an implicit state (counter) until it reaches N.
+const countConfig = `
+backend: "count"
+max_batch_size: 0
+input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  iterative_sequence: true
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`
+
+// counter is countConfig's backend: each execution adds one to the state
+// and reschedules the request until the count reaches N, then answers
+// STEP = N. With executions, it counts every execution and fails past 100
+// (a state that does not carry would reschedule forever).
+func counter(executions *atomic.Int32) backend.Func {
+	return func(ctx context.Context, b *backend.Batch) error {
 		for _, r := range b.Requests {
-			if executions.Add(1) > 100 {
+			if executions != nil && executions.Add(1) > 100 {
 				return errors.New("still rescheduling after 100 executions: the state did not carry")
 			}
 			n, _, _ := reqInput[int32](r, "N")
@@ -203,18 +218,14 @@ func TestIterativeSequenceState(t *testing.T) {
 			r.SetOutput(step)
 		}
 		return nil
-	})
-	srv := newServer(t, map[string]string{"count/config.pbtxt": `
-backend: "count"
-max_batch_size: 0
-input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "STEP" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
-  iterative_sequence: true
-  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
-  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+	}
 }
-`, "count/1/m": ""}, triton.WithBackend("count", count))
+
+// TestIterativeSequenceState: the implicit state a rescheduled execution
+// produces is its next execution's.
+func TestIterativeSequenceState(t *testing.T) {
+	var executions atomic.Int32
+	srv := newServer(t, map[string]string{"count/config.pbtxt": countConfig, "count/1/m": ""}, triton.WithBackend("count", counter(&executions)))
 	resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "count", Inputs: []tensor.Tensor{int32s(t, "N", tensor.Shape{1}, 5)}})
 	if err != nil {
 		t.Fatal(err)
