@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,16 +145,62 @@ func (s *Server) resolveBackend(path string, cfg *modelconfig.ModelConfig) (stri
 		return "", nil, fmt.Errorf("must specify 'platform' or 'backend' for '%s'", cfg.GetName())
 	}
 	b, ok := s.backendFor(name)
+	if !ok || cfg.GetRuntime() == pythonBasedFile {
+		if py, found, err := s.pythonBased(cfg); err != nil || found {
+			return name, py, err
+		}
+	}
 	if !ok {
 		names := backend.Backends()
 		for n := range s.opts.backends {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return "", nil, fmt.Errorf("unknown backend '%s' for model '%s' (known: %s); is the package github.com/triton-go/triton/backend/%s imported?",
-			name, cfg.GetName(), strings.Join(slices.Compact(names), ", "), name)
+		searched := ""
+		if s.opts.backendDir != "" {
+			searched = fmt.Sprintf(", nor a Python-based backend (searched: '%s')", filepath.Join(s.opts.backendDir, name, pythonBasedFile))
+		}
+		return "", nil, fmt.Errorf("unknown backend '%s' for model '%s' (known: %s%s); is the package github.com/triton-go/triton/backend/%s imported?",
+			name, cfg.GetName(), strings.Join(slices.Compact(names), ", "), searched, name)
 	}
 	return name, b, nil
+}
+
+// pythonBackend is the backend that runs Python-based backends.
+const pythonBackend = "python"
+
+// pythonBasedFile is the file of a Python-based backend in its folder of
+// the backend directory, and the runtime of the models it serves.
+const pythonBasedFile = "model.py"
+
+// pythonBased finds cfg's backend among the Python-based backends of the
+// backend directory (WithBackendDirectory), as Triton does when no backend
+// library of that name exists or the config's runtime is "model.py":
+// found, it returns the python backend that runs it and sets the runtime.
+func (s *Server) pythonBased(cfg *modelconfig.ModelConfig) (backend.Backend, bool, error) {
+	name := cfg.GetBackend()
+	named := cfg.GetRuntime() == pythonBasedFile
+	if s.opts.backendDir == "" || name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		if named {
+			return nil, false, fmt.Errorf("unable to find Python backend based backend library '%s' for model '%s': the server has no backend directory (WithBackendDirectory, --backend-directory)",
+				pythonBasedFile, cfg.GetName())
+		}
+		return nil, false, nil
+	}
+	file := filepath.Join(s.opts.backendDir, name, pythonBasedFile)
+	if fi, err := os.Stat(file); err != nil || fi.IsDir() {
+		if named {
+			return nil, false, fmt.Errorf("unable to find Python backend based backend library '%s' for model '%s', searched: '%s'", pythonBasedFile, cfg.GetName(), file)
+		}
+		return nil, false, nil
+	}
+	py, ok := s.backendFor(pythonBackend)
+	if !ok {
+		return nil, true, fmt.Errorf("model '%s' uses the Python-based backend '%s' (%s), which runs on the python backend; is the package github.com/triton-go/triton/backend/python imported?",
+			cfg.GetName(), name, file)
+	}
+	cfg.Runtime = pythonBasedFile
+	return py, true, nil
 }
 
 // backendFor returns the backend named name: the server's own first, then
@@ -175,6 +223,9 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 	cfg := proto.CloneOf(base)
 	spec := &backend.ModelSpec{Name: md.Name, Version: n, Config: cfg, FS: md.FS, Dir: md.Dir, Logger: log,
 		Caller: &caller{s: s, model: md.Name}, Metrics: s.metrics}
+	if cfg.GetRuntime() == pythonBasedFile {
+		spec.BackendDir = filepath.Join(s.opts.backendDir, cfg.GetBackend())
+	}
 	if !s.opts.strictConfig {
 		completed, err := safeCall(func() (bool, error) { return backend.CompleteConfig(ctx, b, spec) })
 		if err != nil {
@@ -339,7 +390,7 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 // library in the model folder exists but cannot be loaded (Unsupported).
 func checkRuntime(md repository.ModelDir, n int64, name string, cfg *modelconfig.ModelConfig) error {
 	rt := cfg.GetRuntime()
-	if rt == "" || rt == "libtriton_"+name+".so" {
+	if rt == "" || rt == "libtriton_"+name+".so" || rt == pythonBasedFile { // model.py: resolveBackend found the Python-based backend
 		return nil
 	}
 	dirs := []string{md.Path(strconv.FormatInt(n, 10)), md.Path(".")}

@@ -3,6 +3,8 @@ package triton_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -485,4 +487,75 @@ func TestLargeBatchStats(t *testing.T) {
 	if fmt.Sprint(sizes) != "[2 1500 3000]" {
 		t.Errorf("batch sizes %v, want [2 1500 3000]", sizes)
 	}
+}
+
+// specs records the ModelSpec of each load, then loads as counting does.
+type specs struct {
+	mu  sync.Mutex
+	got []*backend.ModelSpec
+}
+
+func (s *specs) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	s.mu.Lock()
+	s.got = append(s.got, spec)
+	s.mu.Unlock()
+	return (&counting{}).Load(ctx, spec)
+}
+
+// TestPythonBasedResolution: a backend the server lacks whose folder in the
+// backend directory has a model.py goes to the python backend with that
+// folder and runtime "model.py"; a backend the server has comes first
+// (unless runtime says model.py); without the python backend the error
+// says what to import.
+func TestPythonBasedResolution(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"vllm", "counting"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "model.py"), []byte("class TritonPythonModel: pass\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	py, c := &specs{}, &counting{}
+	files := map[string]string{
+		"llm/config.pbtxt":    oneInput("vllm", 1, ""),
+		"llm/1/x":             "",
+		"go/config.pbtxt":     oneInput("counting", 1, ""),
+		"go/1/x":              "",
+		"forced/config.pbtxt": oneInput("counting", 1, `runtime: "model.py"`),
+		"forced/1/x":          "",
+	}
+	srv, err := triton.New(triton.WithRepository(mapFS(files)), triton.WithBackendDirectory(dir),
+		triton.WithBackend("python", py), triton.WithBackend("counting", c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	byName := map[string]*backend.ModelSpec{}
+	for _, s := range py.got {
+		byName[s.Name] = s
+	}
+	for model, backendName := range map[string]string{"llm": "vllm", "forced": "counting"} {
+		s := byName[model]
+		if s == nil {
+			t.Errorf("%s: not loaded by the python backend", model)
+			continue
+		}
+		if want := filepath.Join(dir, backendName); s.BackendDir != want || s.Config.GetRuntime() != "model.py" || s.Config.GetBackend() != backendName {
+			t.Errorf("%s: BackendDir %q runtime %q backend %q, want %q, model.py, %s", model, s.BackendDir, s.Config.GetRuntime(), s.Config.GetBackend(), want, backendName)
+		}
+	}
+	if byName["go"] != nil || len(py.got) != 2 {
+		t.Errorf("the python backend loaded %d models, go among them: %v", len(py.got), byName["go"] != nil)
+	}
+	cfg, err := srv.ModelConfig("llm", 0)
+	if err != nil || cfg.GetRuntime() != "model.py" {
+		t.Errorf("llm's config: runtime %q, %v", cfg.GetRuntime(), err)
+	}
+
+	_, err = triton.New(triton.WithRepository(mapFS(map[string]string{"llm/config.pbtxt": oneInput("vllm", 1, ""), "llm/1/x": ""})),
+		triton.WithBackendDirectory(dir))
+	wantError(t, err, triton.InvalidArgument, "model 'llm' uses the Python-based backend 'vllm' ("+filepath.Join(dir, "vllm", "model.py")+
+		"), which runs on the python backend; is the package github.com/triton-go/triton/backend/python imported?")
 }

@@ -45,6 +45,7 @@ type options struct {
 	configName      string
 	id              string
 	tracer          *trace.Tracer
+	backendDir      string
 }
 
 func defaultOptions() options {
@@ -111,6 +112,23 @@ func WithBackend(name string, b backend.Backend) Option {
 			o.backends = make(map[string]backend.Backend)
 		}
 		o.backends[name] = b
+		return nil
+	})
+}
+
+// WithBackendDirectory names Triton's backend directory (tritonserver's
+// --backend-directory) for its Python-based backends: a model whose
+// backend is none this server has (compiled in, or given by WithBackend),
+// or whose config says runtime: "model.py", is served by the python
+// backend with the model.py in <dir>/<backend>/, as Triton serves a
+// Python-based backend such as vLLM's: every model naming the backend runs
+// that one file, each with its own configuration and model folder, and
+// its config's runtime reads "model.py". The program must import the
+// python backend (github.com/triton-go/triton/backend/python). Default:
+// none, and such a model fails to load as one of an unknown backend.
+func WithBackendDirectory(dir string) Option {
+	return optionFunc(func(o *options) error {
+		o.backendDir = dir
 		return nil
 	})
 }

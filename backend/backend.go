@@ -83,6 +83,11 @@ type ModelSpec struct {
 	// it creates, at the latest when it is closed. The server always sets
 	// it; it is nil only where a ModelSpec is built by hand (tests).
 	Metrics *modelmetrics.Registry
+	// BackendDir is the folder of the model's backend in the server's
+	// backend directory when the backend was found there: a Python-based
+	// backend, whose model.py every model naming it runs (the config's
+	// runtime is then "model.py"). Otherwise "".
+	BackendDir string
 }
 
 // VersionFS returns the version folder of the model, such as "<model>/3".

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The second half of `make run`, after scripts/deps.sh: builds
 # cmd/tritonserver, saying how many packages it compiles and how far it is,
-# then serves examples/model_repository with it (HTTP :8000, gRPC :8001,
+# then serves examples/model_repository with it, the Python-based backends
+# of examples/backends beside it (HTTP :8000, gRPC :8001,
 # metrics :8002; the server prints a curl line to try). Arguments are
 # passed on to tritonserver. TRITONSERVER_BIN names the binary to build
 # (default .cache/bin/tritonserver).
@@ -35,5 +36,5 @@ compiled=$(go build -v -o "$bin" ./cmd/tritonserver 2>&1 | awk -v n="$stale" '
   { print > "/dev/stderr" }
   END { print done + 0 }')
 log "built $bin ($(du -m "$bin" | cut -f1) MB, $compiled packages compiled) in $((SECONDS - start)) s"
-log "serving examples/model_repository: $bin --model-repository=examples/model_repository $*"
-exec "$bin" --model-repository=examples/model_repository "$@"
+log "serving examples/model_repository: $bin --model-repository=examples/model_repository --backend-directory=examples/backends $*"
+exec "$bin" --model-repository=examples/model_repository --backend-directory=examples/backends "$@"

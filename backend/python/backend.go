@@ -206,6 +206,9 @@ func (b *Backend) locate(spec *backend.ModelSpec) (_ *model, err error) {
 		spec = &local
 	}
 	file := filepath.Join(spec.VersionDir(), filepath.FromSlash(spec.ModelFilename(DefaultModelFilename)))
+	if spec.BackendDir != "" && spec.Config.GetRuntime() == DefaultModelFilename {
+		file = filepath.Join(spec.BackendDir, DefaultModelFilename) // a Python-based backend's, shared by its models
+	}
 	if !strings.HasSuffix(file, ".py") {
 		return nil, fmt.Errorf("Model name must end with '.py'. Model name is \"%s\".: %w", filepath.Base(file), backend.ErrInvalidInput)
 	}
@@ -296,7 +299,7 @@ func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) e
 
 // init sends the init command and reads its answer.
 func (m *model) init(ctx context.Context, p *proc, args map[string]string, autoComplete bool) (*stubMsg, error) {
-	ans, err := p.command(ctx, &initMsg{Args: args, Path: m.file, ModelDir: m.spec.Dir,
+	ans, err := p.command(ctx, &initMsg{Args: args, Path: m.file, ModelDir: m.spec.Dir, BackendDir: m.spec.BackendDir,
 		AutoComplete: autoComplete, ShmGrowth: m.b.shmGrowth, ShmLimit: m.b.shmLimit, SendWindow: sendWindow})
 	if err != nil {
 		return nil, err

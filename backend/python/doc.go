@@ -29,6 +29,13 @@
 // after every request of the batch passed its deadline is killed and
 // replaced. A stub exits by itself when the server goes away.
 //
+// Python-based backends: a model whose ModelSpec has a BackendDir and whose
+// config's runtime is "model.py" (the server found its backend in the
+// backend directory, triton.WithBackendDirectory) runs BackendDir/model.py,
+// imported as the module "model" with BackendDir on the path, as Triton
+// runs them; a pb_exec_env_model.py.tar.gz there is its EXECUTION_ENV_PATH
+// unless the config sets one.
+//
 // The interpreter is, in order: the model's EXECUTION_ENV_PATH (an unpacked
 // environment folder), [WithInterpreter], Debian's /usr/bin/python3
 // ([DefaultInterpreter]), the first python3 on PATH. It must have numpy.

@@ -22,7 +22,7 @@ func exampleServer(t *testing.T) *triton.Server {
 	t.Helper()
 	needPython(t)
 	testenv.NeedLibrary(t)
-	srv, err := triton.New(triton.WithModelRepository(exampleRepo),
+	srv, err := triton.New(triton.WithModelRepository(exampleRepo), triton.WithBackendDirectory("../../examples/backends"),
 		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -240,6 +240,43 @@ func TestExamples(t *testing.T) {
 		}
 	})
 
+	t.Run("units", func(t *testing.T) {
+		// Two models of one Python-based backend (examples/backends/units),
+		// each converting with its own parameters.
+		loadModels(t, srv, "celsius_to_fahrenheit", "miles_to_km")
+		for _, c := range []struct {
+			model    string
+			in, want []float64
+		}{
+			{"celsius_to_fahrenheit", []float64{0, 100, -40, 37}, []float64{32, 212, -40, 98.6}},
+			{"miles_to_km", []float64{1, 26.2, 0}, []float64{1.609344, 42.1648128, 0}},
+		} {
+			cfg, err := srv.ModelConfig(c.model, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.GetRuntime() != "model.py" || cfg.GetMaxBatchSize() != 8 || cfg.GetDynamicBatching() == nil || len(cfg.GetInput()) != 1 {
+				t.Errorf("%s: runtime %q, max_batch_size %d, dynamic batching %v, inputs %v; want the backend's completion",
+					c.model, cfg.GetRuntime(), cfg.GetMaxBatchSize(), cfg.GetDynamicBatching(), cfg.GetInput())
+			}
+			n := int64(len(c.in))
+			resp, err := srv.Infer(ctx, &triton.InferRequest{Model: c.model, Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{1, n}, c.in))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, shape := output[float64](t, resp, "OUT")
+			if !slices.Equal(shape, tensor.Shape{1, n}) {
+				t.Fatalf("%s: OUT shape %v", c.model, shape)
+			}
+			for i := range got {
+				if math.Abs(got[i]-c.want[i]) > 1e-9 {
+					t.Errorf("%s: OUT %v, want %v", c.model, got, c.want)
+					break
+				}
+			}
+		}
+	})
+
 	t.Run("repeat_py", func(t *testing.T) {
 		loadModels(t, srv, "repeat_py")
 		request := func(in []int32, delay []uint32) *triton.InferRequest {

@@ -19,7 +19,13 @@ import (
 // LD_LIBRARY_PATH); the backend's WithInterpreter; Debian's
 // /usr/bin/python3; the first python3 on PATH.
 func (b *Backend) interpreter(spec *backend.ModelSpec) (string, []string, error) {
-	if env, ok := spec.Parameter("EXECUTION_ENV_PATH"); ok && env != "" {
+	env, ok := spec.Parameter("EXECUTION_ENV_PATH")
+	if packed := filepath.Join(spec.BackendDir, "pb_exec_env_model.py.tar.gz"); !ok && spec.BackendDir != "" {
+		if _, err := os.Stat(packed); err == nil { // a Python-based backend's own environment, as Triton finds it
+			env, ok = packed, true
+		}
+	}
+	if ok && env != "" {
 		env = strings.ReplaceAll(env, "$$TRITON_MODEL_DIRECTORY", spec.Dir)
 		if strings.HasSuffix(env, ".tar.gz") || strings.HasSuffix(env, ".tgz") {
 			return "", nil, fmt.Errorf("model '%s': EXECUTION_ENV_PATH %s is a packed environment; this server runs unpacked ones: unpack it (tar -xzf) and set EXECUTION_ENV_PATH to the folder: %w",

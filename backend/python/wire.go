@@ -108,6 +108,7 @@ type initMsg struct {
 	Args         map[string]string
 	Path         string
 	ModelDir     string
+	BackendDir   string // a Python-based backend's folder: model.py is its, imported as module "model"
 	AutoComplete bool
 	ShmGrowth    int64
 	ShmLimit     int64
@@ -124,6 +125,8 @@ func (m *initMsg) encode(e *enc) {
 	e.str(m.Path)
 	e.key("model_dir")
 	e.str(m.ModelDir)
+	e.key("backend_dir")
+	e.str(m.BackendDir)
 	e.key("auto_complete")
 	e.boolean(m.AutoComplete)
 	e.key("shm_growth")

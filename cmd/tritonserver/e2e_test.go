@@ -185,7 +185,7 @@ func (s *binaryServer) do(method, path, contentType string, body []byte, header 
 
 func TestEndToEnd(t *testing.T) {
 	testenv.NeedLibrary(t)
-	s := startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true")
+	s := startBinary(t, "--model-repository=../../examples/model_repository", exampleBackends, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true")
 
 	if code, _, _ := s.do("GET", "/v2/health/ready", "", nil, nil); code != 200 {
 		t.Fatalf("ready: %d", code)

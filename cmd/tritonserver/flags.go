@@ -59,7 +59,7 @@ type config struct {
 	rateLimitResources []string
 	responseCacheBytes int64
 	backendConfig      map[string]map[string]string // backend ("" for all) → key → value
-	backendDirectory   string                       // --backend-directory: where the pytorch backend's shim is looked for
+	backendDirectory   string                       // --backend-directory: Python-based backends (<dir>/<name>/model.py) and the pytorch backend's shim
 
 	logVerbose                    int
 	logFormat                     string
@@ -138,13 +138,17 @@ func defaultConfig() config {
 	}
 }
 
+// defaultBackendDirectory is tritonserver's --backend-directory default,
+// where Python-based backends are looked for unless the flag says.
+const defaultBackendDirectory = "/opt/tritonserver/backends"
+
 // Reasons for the flags that are accepted and have no effect here.
 const (
 	noSageMaker = "the SageMaker endpoint is not served"
 	noVertex    = "the Vertex AI endpoint is not served"
 	noCUDAPools = "this server keeps no pinned or CUDA memory pools: tensors live in Go memory and backends manage device memory"
 	noDevices   = "this server does not manage GPUs itself: the backends' runtimes do"
-	noDirs      = "backends are compiled into this binary; only the pytorch backend's shim is looked for there, as <dir>/pytorch/libtriton_pytorch.so"
+	noDirs      = "backends are compiled into this binary; only Python-based backends (<dir>/<name>/model.py) and the pytorch backend's shim (<dir>/pytorch/libtriton_pytorch.so) are looked for there"
 	noThreads   = "requests are served on goroutines, as many as there are connections and calls; there is no thread pool to size"
 	noPools     = "requests and responses are allocated per call and collected by Go's garbage collector; there is no pool to size"
 )

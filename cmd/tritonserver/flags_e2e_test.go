@@ -37,6 +37,10 @@ import (
 // the Go backend compiled into the binary, so it needs no native library.
 const exampleRepo = "../../examples/model_repository"
 
+// exampleBackends is the flag that gives the example repository's
+// Python-based backends (examples/backends).
+const exampleBackends = "--backend-directory=../../examples/backends"
+
 // reverseOnly serves text_reverse alone.
 var reverseOnly = []string{"--model-repository=" + exampleRepo, "--model-control-mode=explicit", "--load-model=text_reverse"}
 
@@ -382,7 +386,7 @@ func TestKubernetesArgs(t *testing.T) {
 	p := freePorts(t, 3)
 	// args: ["tritonserver", "--model-repository=/models", ...] in a
 	// container spec, with the ports the Service names.
-	s := startCommand(t, "--model-repository="+exampleRepo, "--strict-model-config=false", "--log-verbose=1",
+	s := startCommand(t, "--model-repository="+exampleRepo, exampleBackends, "--strict-model-config=false", "--log-verbose=1",
 		"--grpc-port", p[1], "--http-port", p[0], "--metrics-port", p[2], "--log-file", filepath.Join(t.TempDir(), "log"))
 	if s.http != "http://127.0.0.1:"+p[0] || s.grpc != "127.0.0.1:"+p[1] || s.metrics != "http://127.0.0.1:"+p[2] {
 		t.Fatalf("listening on %s, %s, %s; want ports %v", s.http, s.grpc, s.metrics, p)

@@ -24,7 +24,7 @@ import (
 // from our protos, as Triton's gRPC clients would.
 func TestGRPCEndToEnd(t *testing.T) {
 	testenv.NeedLibrary(t)
-	s := startBinary(t, "--model-repository=../../examples/model_repository", "--grpc-restricted-protocol=model-repository:admin=yes")
+	s := startBinary(t, "--model-repository=../../examples/model_repository", exampleBackends, "--grpc-restricted-protocol=model-repository:admin=yes")
 	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestGRPCEndToEnd(t *testing.T) {
 func TestGRPCResponseCompressionFlag(t *testing.T) {
 	for _, tc := range []struct{ level, want string }{{"", "identity"}, {"low", "gzip"}} {
 		t.Run(tc.want, func(t *testing.T) {
-			args := []string{"--model-repository=../../examples/model_repository"}
+			args := []string{"--model-repository=../../examples/model_repository", exampleBackends}
 			if tc.level != "" {
 				args = append(args, "--grpc-infer-response-compression-level="+tc.level)
 			}

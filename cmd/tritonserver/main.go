@@ -19,7 +19,8 @@
 // work with tritonserver's warnings.
 //
 // It serves ONNX models with ONNX Runtime, TorchScript models with libtorch
-// (the pytorch backend, whose shim --backend-directory can point at) and,
+// (the pytorch backend, whose shim --backend-directory can point at), Python
+// models and Triton's Python-based backends (<backend-directory>/<name>/model.py) and,
 // for the example repository, Go backends compiled in ("reverse",
 // "pixels"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
 // gracefully: not ready at once, in-flight requests finish within
@@ -36,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -285,9 +287,15 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		ortOpts = append(ortOpts, onnxruntime.WithDefaultMaxBatchSize(n))
 	}
 	opts = append(opts, triton.WithBackend(onnxruntime.Name, onnxruntime.New(ortOpts...)))
-	if cfg.backendDirectory != "" {
-		opts = append(opts, triton.WithBackend(pytorch.Name, pytorch.New(pytorch.WithBackendDirectory(cfg.backendDirectory))))
+	backendDir := cfg.backendDirectory
+	if backendDir == "" {
+		backendDir = defaultBackendDirectory
+	} else if fi, err := os.Stat(filepath.Join(backendDir, pytorch.Name)); err == nil && fi.IsDir() {
+		// Its pytorch folder, where there is one, must hold the shim; a
+		// folder of Python-based backends alone leaves the shim's search as it is.
+		opts = append(opts, triton.WithBackend(pytorch.Name, pytorch.New(pytorch.WithBackendDirectory(backendDir))))
 	}
+	opts = append(opts, triton.WithBackendDirectory(backendDir))
 	pyOpts, err := python.BackendConfig(cfg.backendConfig["python"])
 	if err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -230,5 +231,30 @@ func TestPythonCustomMetrics(t *testing.T) {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestPythonBasedBackendFlag: --backend-directory gives the binary Triton's
+// Python-based backends, the example repository's unit converters among
+// them, reached over HTTP; without the flag, tritonserver's default
+// directory is searched, and the load error names the file it looked for.
+func TestPythonBasedBackendFlag(t *testing.T) {
+	testenv.Need(t, python.DefaultInterpreter, "run make deps (scripts/deps.sh installs python3-numpy)")
+	s := startBinary(t, "--model-repository=../../examples/model_repository", exampleBackends, "--model-control-mode=explicit",
+		"--load-model=celsius_to_fahrenheit")
+	code, _, body := s.do("POST", "/v2/models/celsius_to_fahrenheit/infer", "application/json",
+		[]byte(`{"inputs":[{"name":"IN","datatype":"FP64","shape":[1,2],"data":[100,-40]}]}`), nil)
+	if code != 200 || !strings.Contains(string(body), `"data":[212.0,-40.0]`) {
+		t.Errorf("infer: %d %s", code, body)
+	}
+	if code, _, body := s.do("GET", "/v2/models/celsius_to_fahrenheit/config", "", nil, nil); code != 200 || !strings.Contains(string(body), `"runtime":"model.py"`) {
+		t.Errorf("config: %d %s", code, body)
+	}
+	s.terminate(60 * time.Second)
+
+	s = startBinary(t, "--model-repository=../../examples/model_repository", "--model-control-mode=explicit")
+	code, _, body = s.do("POST", "/v2/repository/models/miles_to_km/load", "application/json", []byte(`{}`), nil)
+	if want := "searched: '/opt/tritonserver/backends/units/model.py'"; code != 400 || !strings.Contains(string(body), want) {
+		t.Errorf("load without --backend-directory: %d %s; want 400 and %q", code, body, want)
 	}
 }

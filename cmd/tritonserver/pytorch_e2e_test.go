@@ -58,8 +58,10 @@ func TestServePyTorch(t *testing.T) {
 }
 
 // TestBackendDirectoryFlag: --backend-directory DIR makes the PyTorch
-// backend load DIR/pytorch/libtriton_pytorch.so; a DIR without it fails
-// the model's load with a message naming the file and how to build it.
+// backend load DIR/pytorch/libtriton_pytorch.so; a DIR/pytorch without it
+// fails the model's load with a message naming the file and how to build
+// it; a DIR without a pytorch folder (one of Python-based backends) leaves
+// the shim where it was found before.
 func TestBackendDirectoryFlag(t *testing.T) {
 	repo := pytorchRepo(t)
 	backends := t.TempDir()
@@ -77,11 +79,20 @@ func TestBackendDirectoryFlag(t *testing.T) {
 	s.terminate(60 * time.Second)
 
 	empty := t.TempDir()
+	if err := os.Mkdir(filepath.Join(empty, "pytorch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s = startBinary(t, "--model-repository="+repo, "--backend-directory="+empty, "--exit-on-error=false")
 	code, _, body := s.do("POST", "/v2/repository/index", "application/json", []byte(`{}`), nil)
 	want := filepath.Join(empty, "pytorch", "libtriton_pytorch.so") + " (named by the backend directory " + empty + ") is missing"
 	if code != 200 || !strings.Contains(string(body), want) || !strings.Contains(string(body), "make deps") {
 		t.Errorf("index: %d %s; want the reason %q and how to build the shim", code, body, want)
+	}
+	s.terminate(60 * time.Second)
+
+	s = startBinary(t, "--model-repository="+repo, "--backend-directory="+t.TempDir())
+	if code, _, body := s.do("POST", "/v2/models/addsub/infer", "application/json", []byte(addsubRequest), nil); code != 200 {
+		t.Fatalf("infer with a backend directory without pytorch/: %d %s", code, body)
 	}
 }
 

@@ -1157,24 +1157,25 @@ def _import_model(msg):
         raise TritonModelException('Model name must end with \'.py\'. Model name is "%s".' % os.path.basename(path))
     if not os.path.isfile(path):
         raise TritonModelException("Python model file not found in '%s'" % path)
-    version_dir, model_dir = os.path.dirname(path), msg["model_dir"]
-    for p in (version_dir, model_dir):
+    # A Python-based backend's model.py (backend_dir) is the module "model",
+    # its folder on the path, as Triton imports it.
+    backend_dir, version_dir = msg.get("backend_dir"), os.path.dirname(path)
+    for p in (backend_dir,) if backend_dir else (version_dir, msg["model_dir"], os.path.dirname(version_dir)):
         if p not in sys.path:
             sys.path.insert(1, p)
-    parent = os.path.dirname(version_dir)
-    if parent not in sys.path:
-        sys.path.insert(1, parent)
-    # As Triton: the version folder is a package, the file a module of it.
-    name = os.path.basename(version_dir) + "." + os.path.splitext(os.path.basename(path))[0]
+    name = "model"
+    if not backend_dir:
+        # As Triton: the version folder is a package, the file a module of it.
+        pkg = os.path.basename(version_dir)
+        name = pkg + "." + os.path.splitext(os.path.basename(path))[0]
+        if pkg not in sys.modules:
+            pspec = importlib.util.spec_from_file_location(
+                pkg, os.path.join(version_dir, "__init__.py"), submodule_search_locations=[version_dir])
+            pmod = importlib.util.module_from_spec(pspec)
+            sys.modules[pkg] = pmod
+            if os.path.isfile(os.path.join(version_dir, "__init__.py")):
+                pspec.loader.exec_module(pmod)
     spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=None)
-    pkg = os.path.basename(version_dir)
-    if pkg not in sys.modules:
-        pspec = importlib.util.spec_from_file_location(
-            pkg, os.path.join(version_dir, "__init__.py"), submodule_search_locations=[version_dir])
-        pmod = importlib.util.module_from_spec(pspec)
-        sys.modules[pkg] = pmod
-        if os.path.isfile(os.path.join(version_dir, "__init__.py")):
-            pspec.loader.exec_module(pmod)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
