@@ -52,6 +52,7 @@ type Backend struct {
 	shmGrowth   int64
 	shmLimit    int64
 	regionName  string
+	envs        envs // the packed execution environments its models unpacked
 }
 
 // Option configures a Backend.
@@ -164,27 +165,28 @@ var (
 // model is one loaded version: what every stub of it is started with,
 // and the stubs Load started for its instances.
 type model struct {
-	b         *Backend
-	spec      *backend.ModelSpec
-	log       *zap.Logger
-	file      string // the model file
-	python    string
-	env       []string
-	stubDir   string
-	decoupled bool
-	outputs   []string // every output of the config: a request that names none gets these
-	tmp       string   // the temporary copy of the model folder, removed on Close; "" when none
+	b          *Backend
+	spec       *backend.ModelSpec
+	log        *zap.Logger
+	file       string // the model file
+	python     string
+	env        []string
+	stubDir    string
+	decoupled  bool
+	outputs    []string // every output of the config: a request that names none gets these
+	tmp        string   // the temporary copy of the model folder, removed on Close; "" when none
+	releaseEnv func()   // gives back the unpacked execution environment; nil when none
 
 	mu sync.Mutex
 	// mu protects started.
 	started map[string]*instance // by name, started by Load until NewInstance takes them
 }
 
-// locate finds the model file and the interpreter of spec's model.
-// A model folder that is not on the local file system (a load with file
+// locate finds the model file of spec's model (withPython: its
+// interpreter too, unpacking its environment if need be). A model folder that is not on the local file system (a load with file
 // overrides, a repository in an fs.FS) is copied to a temporary folder,
 // which the model removes when it closes.
-func (b *Backend) locate(spec *backend.ModelSpec) (_ *model, err error) {
+func (b *Backend) locate(ctx context.Context, spec *backend.ModelSpec, withPython bool) (_ *model, err error) {
 	var tmp string
 	if spec.Dir == "" {
 		if spec.FS == nil {
@@ -218,15 +220,11 @@ func (b *Backend) locate(spec *backend.ModelSpec) (_ *model, err error) {
 	if v, ok := spec.Parameter("FORCE_CPU_ONLY_INPUT_TENSORS"); ok && v != "yes" && v != "no" {
 		return nil, fmt.Errorf("Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: %s': %w", v, errors.ErrUnsupported)
 	}
-	python, env, err := b.interpreter(spec)
-	if err != nil {
-		return nil, err
-	}
 	dir, err := stubFiles()
 	if err != nil {
 		return nil, fmt.Errorf("model '%s': %w", spec.Name, err)
 	}
-	m := &model{b: b, spec: spec, log: spec.Logger, file: file, python: python, env: env, stubDir: dir, tmp: tmp,
+	m := &model{b: b, spec: spec, log: spec.Logger, file: file, stubDir: dir, tmp: tmp,
 		decoupled: spec.Config.GetModelTransactionPolicy().GetDecoupled(), started: map[string]*instance{}}
 	if m.log == nil {
 		m.log = zap.NewNop()
@@ -234,7 +232,18 @@ func (b *Backend) locate(spec *backend.ModelSpec) (_ *model, err error) {
 	for _, o := range spec.Config.GetOutput() {
 		m.outputs = append(m.outputs, o.GetName())
 	}
+	if withPython {
+		if err := m.choosePython(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// choosePython sets the interpreter m's stubs run with.
+func (m *model) choosePython(ctx context.Context) (err error) {
+	m.python, m.env, m.releaseEnv, err = m.b.interpreter(ctx, m.spec)
+	return err
 }
 
 // launch is how a stub of m starts.
@@ -265,7 +274,7 @@ func (m *model) args(instance string, kind modelconfig.ModelInstanceGroup_Kind) 
 // CompleteConfig runs the model's auto_complete_config, when model.py has
 // one, in a stub of its own that ends right after (as Triton does).
 func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) error {
-	m, err := b.locate(spec)
+	m, err := b.locate(ctx, spec, false)
 	if err != nil {
 		return err
 	}
@@ -275,7 +284,10 @@ func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) e
 		return err
 	}
 	if !bytes.Contains(src, []byte("auto_complete_config")) {
-		return nil // no stub to start for a model that has none
+		return nil // no stub to start (nor environment to unpack) for a model that has none
+	}
+	if err := m.choosePython(ctx); err != nil {
+		return err
 	}
 	instance := spec.Name + "_autocomplete"
 	p, err := startProc(m.launch(instance), nil)
@@ -314,7 +326,7 @@ func (m *model) init(ctx context.Context, p *proc, args map[string]string, autoC
 // of the config, all at once (each pays Python's start-up in parallel);
 // NewInstance then takes them.
 func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Model, error) {
-	m, err := b.locate(spec)
+	m, err := b.locate(ctx, spec, true)
 	if err != nil {
 		return nil, err
 	}
@@ -398,6 +410,10 @@ func (m *model) Close() error {
 
 // removeFiles removes the temporary copy of the model folder, if any.
 func (m *model) removeFiles() {
+	if m.releaseEnv != nil {
+		m.releaseEnv()
+		m.releaseEnv = nil
+	}
 	if m.tmp != "" {
 		if err := os.RemoveAll(m.tmp); err != nil {
 			m.log.Warn("removing the copy of the model's files", zap.String("dir", m.tmp), zap.Error(err))

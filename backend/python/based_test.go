@@ -126,7 +126,7 @@ func TestPythonBasedBackendErrors(t *testing.T) {
 			[]string{"unknown backend"}},
 		{"packed environment", `backend: "packed" parameters { key: "scale" value { string_value: "1" } } parameters { key: "offset" value { string_value: "0" } }`,
 			[]triton.Option{triton.WithBackendDirectory(backends.Dir)},
-			[]string{"pb_exec_env_model.py.tar.gz is a packed environment", "unpack it"}},
+			[]string{"EXECUTION_ENV_PATH", "pb_exec_env_model.py.tar.gz", "not a gzipped tar file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRepo(t)

@@ -36,7 +36,9 @@
 // runs them; a pb_exec_env_model.py.tar.gz there is its EXECUTION_ENV_PATH
 // unless the config sets one.
 //
-// The interpreter is, in order: the model's EXECUTION_ENV_PATH (an unpacked
-// environment folder), [WithInterpreter], Debian's /usr/bin/python3
-// ([DefaultInterpreter]), the first python3 on PATH. It must have numpy.
+// The interpreter is, in order: the model's EXECUTION_ENV_PATH (an
+// environment folder, or a packed one, a .tar.gz, unpacked once for the
+// models that share it and removed with the last of them),
+// [WithInterpreter], Debian's /usr/bin/python3 ([DefaultInterpreter]), the
+// first python3 on PATH. It must have numpy.
 package python
