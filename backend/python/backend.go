@@ -330,6 +330,11 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 	if err != nil {
 		return nil, err
 	}
+	custom := filepath.Join(m.spec.Dir, "triton_python_backend_stub") // Triton's per-model stub
+	if _, err := os.Stat(custom); err == nil {
+		m.log.Warn("the model's own triton_python_backend_stub is not used: this backend's stub is a Python script, run by the model's interpreter (set EXECUTION_ENV_PATH for another Python)",
+			zap.String("stub", custom))
+	}
 	var ins []*instance
 	for _, g := range spec.Config.GetInstanceGroup() {
 		for i := range int(g.GetCount()) {

@@ -250,3 +250,21 @@ func TestPackedExecutionEnvRefused(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestCustomStubIgnored: a model folder's own triton_python_backend_stub
+// (Triton's stub, built for another Python) cannot run here; the model
+// loads with this backend's stub, and the log says the file is not used.
+func TestCustomStubIgnored(t *testing.T) {
+	r := newRepo(t)
+	r.model("m", strings.Replace(envConfig, `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "%s" } }`, "", 1),
+		strings.Replace(envModel, "import envmod\n", "envmod = type('envmod', (), {'VALUE': 0})\n", 1))
+	r.write("m/triton_python_backend_stub", "\x7fELF a binary built for another Python")
+	core, logs := observer.New(zap.WarnLevel)
+	srv := r.Serve(triton.WithLogger(zap.New(core)))
+	if _, err := infer(t, srv, "m", must(tensor.From("X", tensor.Shape{1}, []float32{0}))); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterMessageSnippet("triton_python_backend_stub is not used").Len(); n == 0 {
+		t.Errorf("no warning about the model's own stub in %v", logs.All())
+	}
+}
