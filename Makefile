@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 30000x ./httpapi
 	$(GO) test -run '^$$' -fuzz '^FuzzModelInfer$$' -fuzztime 30000x ./grpcapi
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30000x ./backend/python
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 5000x ./backend/python
 
 # Benchmarks behind docs/performance.md.
 bench: deps

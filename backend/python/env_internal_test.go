@@ -1,0 +1,85 @@
+package python
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// tarOf returns a tar stream of entries (name, type, link target, data).
+func tarOf(t testing.TB, entries ...tar.Header) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range entries {
+		data := []byte("data of " + h.Name)
+		if h.Typeflag == tar.TypeReg {
+			h.Size = int64(len(data))
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// FuzzUnpack unpacks arbitrary tar streams: whatever the entries (names
+// with "..", absolute names, links leading out and files written through
+// them, hard links, odd types), unpack returns (an error or not) without
+// writing anything outside its folder.
+func FuzzUnpack(f *testing.F) {
+	f.Add(tarOf(f, tar.Header{Name: "./bin/", Typeflag: tar.TypeDir, Mode: 0o755}, tar.Header{Name: "./bin/activate", Typeflag: tar.TypeReg},
+		tar.Header{Name: "bin/python3", Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/python3"}))
+	f.Add(tarOf(f, tar.Header{Name: "../escape", Typeflag: tar.TypeReg}))
+	f.Add(tarOf(f, tar.Header{Name: "/abs", Typeflag: tar.TypeReg}))
+	f.Add(tarOf(f, tar.Header{Name: "up", Typeflag: tar.TypeSymlink, Linkname: ".."}, tar.Header{Name: "up/outside/x", Typeflag: tar.TypeReg}))
+	f.Add(tarOf(f, tar.Header{Name: "a", Typeflag: tar.TypeReg}, tar.Header{Name: "b", Typeflag: tar.TypeLink, Linkname: "a"},
+		tar.Header{Name: "c", Typeflag: tar.TypeLink, Linkname: "../outside/x"}, tar.Header{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "b"}))
+	f.Add(tarOf(f, tar.Header{Name: "fifo", Typeflag: tar.TypeFifo}))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		base := t.TempDir()
+		dir, outside := filepath.Join(base, "env"), filepath.Join(base, "outside")
+		for _, d := range []string{dir, outside} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		if _, err := zw.Write(stream); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		packed := filepath.Join(base, "env.tar.gz")
+		if err := os.WriteFile(packed, gz.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = unpack(t.Context(), packed, dir)
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 3 { // env, outside, env.tar.gz
+			t.Errorf("unpack wrote beside its folder: %v", entries)
+		}
+		if in, _ := os.ReadDir(outside); len(in) != 0 {
+			t.Errorf("unpack wrote outside its folder: %v", in)
+		}
+		_ = os.RemoveAll(dir) // its modes may forbid the test's cleanup
+	})
+}
