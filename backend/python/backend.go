@@ -183,9 +183,10 @@ type model struct {
 }
 
 // locate finds the model file of spec's model (withPython: its
-// interpreter too, unpacking its environment if need be). A model folder that is not on the local file system (a load with file
-// overrides, a repository in an fs.FS) is copied to a temporary folder,
-// which the model removes when it closes.
+// interpreter too, unpacking its environment if need be). A model folder
+// that is not on the local file system (a load with file overrides, a
+// repository in an fs.FS) is copied to a temporary folder, which the model
+// removes when it closes.
 func (b *Backend) locate(ctx context.Context, spec *backend.ModelSpec, withPython bool) (_ *model, err error) {
 	var tmp string
 	if spec.Dir == "" {
@@ -413,7 +414,8 @@ func (m *model) Close() error {
 	return errors.Join(errs...)
 }
 
-// removeFiles removes the temporary copy of the model folder, if any.
+// removeFiles gives back the unpacked environment and removes the
+// temporary copy of the model folder, if any.
 func (m *model) removeFiles() {
 	if m.releaseEnv != nil {
 		m.releaseEnv()
