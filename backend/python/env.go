@@ -42,15 +42,19 @@ type envKey struct {
 
 // unpacked is one environment, unpacked or being unpacked.
 type unpacked struct {
-	done chan struct{} // closed once dir and err are set
+	done   chan struct{}      // closed once dir and err are set
+	cancel context.CancelFunc // stops the unpacking once no model waits for it
+	// e.mu protects the following.
 	dir  string
 	err  error
-	refs int // models holding it (and the one unpacking it)
+	refs int // models holding it or waiting for it
 }
 
 // acquire returns the folder of the environment packed in the file at path,
 // unpacking it unless a model already has, and the function that gives it
-// back.
+// back. The unpacking runs on a goroutine of its own, so that a load that
+// gives up (ctx) does not fail the others waiting for the same file; it
+// stops when the last of them gives up.
 func (e *envs) acquire(ctx context.Context, path string, log *zap.Logger) (string, func(), error) {
 	canon, err := filepath.EvalSymlinks(path)
 	if err == nil {
@@ -70,21 +74,14 @@ func (e *envs) acquire(ctx context.Context, path string, log *zap.Logger) (strin
 		if e.m == nil {
 			e.m = map[envKey]*unpacked{}
 		}
-		u = &unpacked{done: make(chan struct{})}
+		uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		u = &unpacked{done: make(chan struct{}), cancel: cancel}
 		e.m[key] = u
+		go e.unpack(uctx, u, canon, log)
 	}
 	u.refs++
 	e.mu.Unlock()
 	release := func() { e.release(key, u) }
-	if !found {
-		log.Info("Extracting Python execution env "+canon, zap.Int64("bytes", fi.Size()))
-		began := time.Now()
-		u.dir, u.err = unpackTemp(ctx, canon)
-		close(u.done)
-		if u.err == nil {
-			log.Info("Extracted Python execution env "+canon, zap.String("dir", u.dir), zap.Duration("took", time.Since(began)))
-		}
-	}
 	select {
 	case <-u.done:
 	case <-ctx.Done():
@@ -98,18 +95,41 @@ func (e *envs) acquire(ctx context.Context, path string, log *zap.Logger) (strin
 	return u.dir, release, nil
 }
 
-// release gives back a model's hold on u, removing its folder after the
-// last one.
+// unpack unpacks u's file; when every model gave up meanwhile, it removes
+// what it unpacked.
+func (e *envs) unpack(ctx context.Context, u *unpacked, path string, log *zap.Logger) {
+	log.Info("Extracting Python execution env " + path)
+	began := time.Now()
+	dir, err := unpackTemp(ctx, path)
+	if err == nil {
+		log.Info("Extracted Python execution env "+path, zap.String("dir", dir), zap.Duration("took", time.Since(began)))
+	}
+	e.mu.Lock()
+	u.dir, u.err = dir, err
+	orphan := u.refs == 0
+	e.mu.Unlock()
+	close(u.done)
+	if orphan && dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// release gives back a model's hold on u; after the last one it stops the
+// unpacking, if it still runs, and removes the folder, if there is one
+// (else unpack does, when it ends).
 func (e *envs) release(key envKey, u *unpacked) {
 	e.mu.Lock()
 	u.refs--
-	last := u.refs == 0
+	last, dir := u.refs == 0, u.dir
 	if last && e.m[key] == u {
 		delete(e.m, key)
 	}
 	e.mu.Unlock()
-	if last && u.dir != "" {
-		_ = os.RemoveAll(u.dir)
+	if last {
+		u.cancel()
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 }
 
@@ -165,11 +185,17 @@ func unpack(ctx context.Context, path, dir string) error {
 		if !filepath.IsLocal(name) {
 			return fmt.Errorf("entry %q lies outside the environment", h.Name)
 		}
+		if unpackHook != nil {
+			unpackHook()
+		}
 		if err := writeEntry(root, name, h, tr); err != nil {
 			return fmt.Errorf("entry %q: %w", h.Name, err)
 		}
 	}
 }
+
+// unpackHook, when set (tests), runs before each entry is written.
+var unpackHook func()
 
 // writeEntry writes one entry of a tar file below root.
 func writeEntry(root *os.Root, name string, h *tar.Header, r io.Reader) error {
