@@ -62,19 +62,7 @@ func FuzzUnpack(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		var gz bytes.Buffer
-		zw := gzip.NewWriter(&gz)
-		if _, err := zw.Write(stream); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		packed := filepath.Join(base, "env.tar.gz")
-		if err := os.WriteFile(packed, gz.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_ = unpack(t.Context(), packed, dir)
+		_ = unpack(t.Context(), gzipFile(t, base, stream), dir)
 		entries, err := os.ReadDir(base)
 		if err != nil {
 			t.Fatal(err)
@@ -92,9 +80,15 @@ func FuzzUnpack(f *testing.F) {
 // packedFile writes a gzipped tar of entries to a file in dir.
 func packedFile(t *testing.T, dir string, entries ...tar.Header) string {
 	t.Helper()
+	return gzipFile(t, dir, tarOf(t, entries...))
+}
+
+// gzipFile writes stream, gzipped, to dir/env.tar.gz.
+func gzipFile(t *testing.T, dir string, stream []byte) string {
+	t.Helper()
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(tarOf(t, entries...)); err != nil {
+	if _, err := zw.Write(stream); err != nil {
 		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
