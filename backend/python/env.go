@@ -77,7 +77,7 @@ func (e *envs) acquire(ctx context.Context, path string, log *zap.Logger) (strin
 		uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		u = &unpacked{done: make(chan struct{}), cancel: cancel}
 		e.m[key] = u
-		go e.unpack(uctx, u, canon, log)
+		go e.extract(uctx, u, canon, log)
 	}
 	u.refs++
 	e.mu.Unlock()
@@ -95,9 +95,9 @@ func (e *envs) acquire(ctx context.Context, path string, log *zap.Logger) (strin
 	return u.dir, release, nil
 }
 
-// unpack unpacks u's file; when every model gave up meanwhile, it removes
+// extract unpacks u's file; when every model gave up meanwhile, it removes
 // what it unpacked.
-func (e *envs) unpack(ctx context.Context, u *unpacked, path string, log *zap.Logger) {
+func (e *envs) extract(ctx context.Context, u *unpacked, path string, log *zap.Logger) {
 	log.Info("Extracting Python execution env " + path)
 	began := time.Now()
 	dir, err := unpackTemp(ctx, path)
@@ -116,7 +116,7 @@ func (e *envs) unpack(ctx context.Context, u *unpacked, path string, log *zap.Lo
 
 // release gives back a model's hold on u; after the last one it stops the
 // unpacking, if it still runs, and removes the folder, if there is one
-// (else unpack does, when it ends).
+// (else extract does, when it ends).
 func (e *envs) release(key envKey, u *unpacked) {
 	e.mu.Lock()
 	u.refs--
