@@ -59,6 +59,14 @@ func TestNormalize(t *testing.T) {
 				instance_group { name: "m" kind: KIND_CPU count: 1 }`,
 		},
 		{
+			name: "pytorch libtorch alias",
+			in:   `name: "m" platform: "libtorch"`,
+			want: `name: "m" platform: "libtorch" backend: "pytorch" default_model_filename: "model.pt"
+				version_policy { latest { num_versions: 1 } }
+				optimization { ` + pinned + ` }
+				instance_group { name: "m" kind: KIND_CPU count: 1 }`,
+		},
+		{
 			name: "backend without platform",
 			in:   `name: "m" backend: "python"`,
 			want: `name: "m" backend: "python" default_model_filename: "model.py"

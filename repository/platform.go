@@ -27,6 +27,7 @@ var formats = []struct {
 	{"onnxruntime", "onnxruntime_onnx", "model.onnx"},
 	{"tensorrt", "tensorrt_plan", "model.plan"},
 	{"pytorch", "pytorch_libtorch", "model.pt"},
+	{"pytorch", "libtorch", "model.pt"}, // Triton's core takes it for pytorch_libtorch
 	{"pytorch", "torch_aoti", "model.pt2"},
 	{"tensorflow", "tensorflow_savedmodel", "model.savedmodel"},
 	{"tensorflow", "tensorflow_graphdef", "model.graphdef"},
@@ -36,7 +37,7 @@ var formats = []struct {
 
 // BackendForPlatform returns the backend that serves a Triton platform:
 // onnxruntime_onnx → onnxruntime, tensorrt_plan → tensorrt,
-// pytorch_libtorch and torch_aoti → pytorch, tensorflow_graphdef and
+// pytorch_libtorch, its alias libtorch and torch_aoti → pytorch, tensorflow_graphdef and
 // tensorflow_savedmodel → tensorflow. ok is false for any other platform,
 // including "ensemble", which has no backend.
 func BackendForPlatform(platform string) (backend string, ok bool) {
@@ -136,7 +137,7 @@ func GuessBackend(md ModelDir) (backend string, platform string, ok bool) {
 //   - ONNX Runtime: platform onnxruntime_onnx or file name model.onnx, or
 //     a file or folder model.onnx;
 //   - OpenVINO: file name model.xml, or a file model.xml;
-//   - PyTorch: platform pytorch_libtorch or torch_aoti, or file name
+//   - PyTorch: platform pytorch_libtorch (or libtorch) or torch_aoti, or file name
 //     model.pt or model.pt2, or a file model.pt or model.pt2;
 //   - Python: file name model.py, or a file model.py;
 //   - otherwise, when the config names no backend, platform or file, the
@@ -215,7 +216,7 @@ func completeBackend(md ModelDir, cfg *modelconfig.ModelConfig, byName bool) err
 	// PyTorch: TorchScript or AOTInductor.
 	if cfg.Backend == "" {
 		switch {
-		case cfg.Platform == "pytorch_libtorch", cfg.Platform == "torch_aoti",
+		case cfg.Platform == "pytorch_libtorch", cfg.Platform == "libtorch", cfg.Platform == "torch_aoti",
 			cfg.DefaultModelFilename == "model.pt", cfg.DefaultModelFilename == "model.pt2":
 			cfg.Backend = "pytorch"
 		case guess && has("model.pt", false):

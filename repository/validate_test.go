@@ -55,7 +55,7 @@ func TestValidate(t *testing.T) {
 			want: []want{{"name", "model name 'm' in config does not match folder 'other'"}}},
 		{name: "no platform or backend", cfg: `name: "m"`, want: []want{{"platform", "must specify 'platform' or 'backend' for 'm'"}}},
 		{name: "unknown platform lists known ones", cfg: `name: "m" platform: "caffe2_netdef"`,
-			want: []want{{"platform", "unknown platform 'caffe2_netdef' for 'm'; known platforms: ensemble, onnxruntime_onnx, pytorch_libtorch, tensorflow_graphdef, tensorflow_savedmodel, tensorrt_plan, torch_aoti"}}},
+			want: []want{{"platform", "unknown platform 'caffe2_netdef' for 'm'; known platforms: ensemble, libtorch, onnxruntime_onnx, pytorch_libtorch, tensorflow_graphdef, tensorflow_savedmodel, tensorrt_plan, torch_aoti"}}},
 		{name: "platform and backend mismatch", cfg: `name: "m" platform: "onnxruntime_onnx" backend: "tensorrt"`,
 			want: []want{{"backend", "unexpected 'platform' and 'backend' pair, got:onnxruntime_onnx, tensorrt"}}},
 		{name: "platform with its backend", cfg: `name: "m" platform: "pytorch_libtorch" backend: "pytorch"`},
