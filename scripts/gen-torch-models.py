@@ -202,6 +202,28 @@ class Modes(torch.nn.Module):
         return y, torch.tensor([y.is_inference(), torch.is_grad_enabled()])
 
 
+class NestedOut(torch.nn.Module):
+    """Scripted: a nested tensor of x and x[:1] (rows of different lengths,
+    which no Triton shape describes)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch._nested_tensor_from_tensor_list([x, x[:1]])
+
+
+class Training(torch.nn.Module):
+    """Scripted, saved in training mode: x + 1 while self.training, else x
+    (the backend runs a module in the mode it was saved in, as Triton)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.training:
+            return x + 1
+        return x
+
+
+# Saved as they are; every other module is saved in eval mode.
+TRAINING = {"training.pt"}
+
+
 def models():
     """(file name, module, example inputs) of every model."""
     torch.manual_seed(20)
@@ -229,6 +251,8 @@ def models():
         ("tuple_list_int.pt", torch.jit.script(TupleListInt()), (f,)),
         ("other_args.pt", torch.jit.script(OtherArgs()), (f, 2, None)),
         ("modes.pt", torch.jit.script(Modes()), (f,)),
+        ("training.pt", torch.jit.script(Training()), (f,)),
+        ("nested_out.pt", torch.jit.script(NestedOut()), (torch.ones(3),)),
     ]
 
 
@@ -239,7 +263,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     for name, module, example in models():
         buf = io.BytesIO()
-        torch.jit.save(module.eval(), buf)
+        torch.jit.save(module if name in TRAINING else module.eval(), buf)
         data = buf.getvalue()
         loaded = torch.jit.load(io.BytesIO(data))
         with torch.no_grad():

@@ -72,6 +72,16 @@ var (
 	_ backend.Instance = (*instance)(nil)
 )
 
+// aotiPlatform is Triton's platform of AOTInductor packages (model.pt2),
+// which repository.Normalize gives this backend as Triton's core does.
+const aotiPlatform = "torch_aoti"
+
+// errAOTI is the error of a torch_aoti model.
+func errAOTI(model string) error {
+	return fmt.Errorf("model '%s': platform '%s' (a PyTorch AOTInductor package, model.pt2) needs libtorch 2's AOTInductor runtime; "+
+		"the shim runs TorchScript (model.pt) with the libtorch of this machine (Debian's libtorch-dev): %w", model, aotiPlatform, errors.ErrUnsupported)
+}
+
 // errGPU is the error of a KIND_GPU instance.
 func errGPU(model string) error {
 	return fmt.Errorf("model '%s': KIND_GPU instances need libtorch built with CUDA and a CUDA device; "+
@@ -86,6 +96,9 @@ func errGPU(model string) error {
 func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if spec.Config.GetPlatform() == aotiPlatform {
+		return nil, errAOTI(spec.Name)
 	}
 	for _, g := range spec.Config.GetInstanceGroup() {
 		if g.GetKind() == modelconfig.ModelInstanceGroup_KIND_GPU {
@@ -114,6 +127,10 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 	m.first, err = m.load()
 	if err != nil {
 		return nil, errors.Join(err, m.removeTemp())
+	}
+	if m.first.Training() {
+		m.log.Warn(fmt.Sprintf("model '%s': the TorchScript module was saved in training mode and runs so, as under Triton "+
+			"(dropout and batch norm as in training); call .eval() on it before torch.jit.save to serve it in eval mode", spec.Name))
 	}
 	args := m.first.Arguments()
 	as := make([]argument, len(args))

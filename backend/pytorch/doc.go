@@ -24,7 +24,12 @@
 //
 // A model version is the TorchScript file named by default_model_filename
 // (default model.pt) in its version folder, loaded with torch::jit::load on
-// the CPU and put in eval mode. The configuration must list the inputs and
+// the CPU as it was saved: like Triton, the backend calls no eval(), so a
+// module saved in training mode runs its dropout and batch norm as in
+// training, which the load logs as a warning. `platform: "torch_aoti"`
+// (AOTInductor's model.pt2) fails the load with an Unsupported error: it
+// needs libtorch 2's AOTInductor runtime, which the shim is not built
+// against. The configuration must list the inputs and
 // outputs (auto-complete is not possible: TorchScript does not record
 // them). Configuration inputs meet forward's arguments by Triton's rules:
 // every input named after an argument; else every name <name>__<index>

@@ -39,6 +39,10 @@ func TestLoadErrors(t *testing.T) {
 		config: `backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] ` + oneOut + ` instance_group [ { kind: KIND_GPU gpus: [ 0 ] } ]`,
 		code:   triton.Unsupported, want: []string{"model 'gpu': KIND_GPU instances need libtorch built with CUDA", "KIND_CPU or KIND_MODEL"},
 	}, {
+		name: "aoti", file: "raises.pt",
+		config: `platform: "torch_aoti" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] ` + oneOut,
+		code:   triton.Unsupported, want: []string{"model 'aoti': platform 'torch_aoti' (a PyTorch AOTInductor package, model.pt2) needs libtorch 2's AOTInductor runtime"},
+	}, {
 		name: "bad_parameter", file: "raises.pt",
 		config: `backend: "pytorch" input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ] ` + oneOut + ` parameters { key: "INFERENCE_MODE" value: { string_value: "maybe" } }`,
 		code:   triton.InvalidArgument, want: []string{"parameter 'INFERENCE_MODE' of model 'bad_parameter': failed to convert 'maybe' to boolean"},
@@ -92,10 +96,10 @@ func TestExecuteErrors(t *testing.T) {
 		{"raises", "raises.pt", in + oneOut, []float32{1, -1, 2, 3}, triton.Internal, "PyTorch execute failure: "},
 		{"dict_out", "dict_out.pt", in + oneOut, []float32{1, 2, 3, 4}, triton.Internal,
 			"PyTorch execute failure: output must be of type Tensor, List[str] or Tuple containing one of these two types. It should not be a List / Dictionary of Tensors or a Scalar"},
-		// Triton's current code says "output must be of type Tensor or
-		// List[str], received List[Tensor]" here; the shim gives the text
-		// of the spec's pinned revision (the dict_out one).
-		{"list_out", "list_out.pt", in + oneOut, []float32{1, 2, 3, 4}, triton.Internal, "PyTorch execute failure: output must be of type Tensor"},
+		{"list_out", "list_out.pt", in + oneOut, []float32{1, 2, 3, 4}, triton.Internal,
+			"PyTorch execute failure: output must be of type Tensor or List[str], received List[Tensor]"},
+		{"nested_out", "nested_out.pt", in + oneOut, []float32{1, 2, 3, 4}, triton.Internal,
+			"PyTorch execute failure: output at index 0 is a nested tensor, which Triton has no shape for"},
 		{"tuple_list_int", "tuple_list_int.pt", in + `output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "N__1" data_type: TYPE_INT64 dims: [ 1 ] } ]`,
 			[]float32{1, 2, 3, 4}, triton.Internal, "PyTorch execute failure: output at index 1 must be of type Tensor or List[str], received List[int]"},
 		{"scalar_out", "scalar_out.pt", in + `output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 1 ] } ]`, []float32{1, 2, 3, 4}, triton.InvalidArgument,

@@ -92,6 +92,31 @@ func TestServeNamingConventions(t *testing.T) {
 	}
 }
 
+// TestServeTrainingMode serves training.pt, saved in training mode: as
+// under Triton (no eval()), forward sees self.training and returns x + 1
+// (x in eval mode), and the load warns about it; a module saved in eval
+// mode gets no warning.
+func TestServeTrainingMode(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	srv := newRepo(t).model("training", "training.pt", `backend: "pytorch"
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]`).
+		model("eval", "raises.pt", `backend: "pytorch"
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]`).Serve(triton.WithLogger(zap.New(core)))
+	resp := infer(t, srv, "training", must(tensor.From("x", tensor.Shape{3}, []float32{1, 2, 3})))
+	if got := floats(t, resp, "OUT__0"); !slices.Equal(got, []float32{2, 3, 4}) {
+		t.Errorf("OUT__0 = %v, want x + 1 (the module's training branch)", got)
+	}
+	var warned []string
+	for _, e := range logs.FilterMessageSnippet("saved in training mode").All() {
+		warned = append(warned, e.Message)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "model 'training'") {
+		t.Errorf("training-mode warnings %q, want one naming model 'training'", warned)
+	}
+}
+
 // TestServeDictInput serves dict_in.pt: the config's inputs become the
 // entries of forward's Dict(str, Tensor).
 func TestServeDictInput(t *testing.T) {

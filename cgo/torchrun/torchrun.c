@@ -26,6 +26,7 @@ static struct {
 	__typeof__(&tshim_set_interop_threads) set_interop_threads;
 	__typeof__(&tshim_live) live;
 	__typeof__(&tshim_get_settings) get_settings; // optional: NULL in a shim built before it
+	__typeof__(&tshim_module_training) module_training; // optional, as get_settings
 } fns;
 
 // errorf returns a malloc'd message "<path>: <what>: <detail>".
@@ -76,6 +77,7 @@ char *trun_open(const char *path) {
 		*syms[i].slot = p;
 	}
 	fns.get_settings = (__typeof__(&tshim_get_settings))dlsym(h, "tshim_get_settings");
+	fns.module_training = (__typeof__(&tshim_module_training))dlsym(h, "tshim_module_training");
 	return NULL;
 }
 
@@ -88,6 +90,8 @@ char *trun_load(const char *path, const tshim_options *opts, tshim_module **out)
 }
 
 void trun_module_free(tshim_module *m) { fns.module_free(m); }
+
+int trun_module_training(const tshim_module *m) { return fns.module_training != NULL ? fns.module_training(m) : 0; }
 
 size_t trun_num_args(const tshim_module *m) { return fns.num_args(m); }
 

@@ -253,14 +253,17 @@ var ErrClosed = errors.New("torchrun: the module is closed")
 // Module is a loaded TorchScript module; Forward is safe for concurrent
 // use (libtorch's is), and Close waits for the calls in progress.
 type Module struct {
-	path string
-	args []Argument
+	path     string
+	args     []Argument
+	training bool
 
 	mu sync.RWMutex // read-held by forwards, held by Close
 	m  *C.tshim_module
 }
 
-// Load loads a TorchScript file with torch::jit::load (CPU), then eval().
+// Load loads a TorchScript file with torch::jit::load (CPU). The module
+// stays in the mode it was saved in (Triton calls no eval(); see
+// [Module.Training]).
 // A file that is not TorchScript, or anything libtorch throws, is an
 // *Error with torch's what() text (without the C++ backtrace libtorch
 // appends to its own errors); never a crash. The backend adds Triton's
@@ -291,7 +294,7 @@ func Load(path string, opts Options) (*Module, error) {
 	if err := msgErr(C.trun_load(cpath, &copts, &m)); err != nil {
 		return nil, err
 	}
-	mod := &Module{path: path, m: m}
+	mod := &Module{path: path, m: m, training: C.trun_module_training(m) != 0}
 	n := int(C.trun_num_args(m))
 	mod.args = make([]Argument, n)
 	for i := range n {
@@ -307,6 +310,13 @@ func Load(path string, opts Options) (*Module, error) {
 // slice is the caller's.
 func (m *Module) Arguments() []Argument {
 	return append([]Argument(nil), m.args...)
+}
+
+// Training reports whether the module was saved in training mode
+// (module.training in Python): dropout and batch norm then behave as in
+// training. False when the shim predates the check.
+func (m *Module) Training() bool {
+	return m.training
 }
 
 // Close releases the module; Forward after Close returns [ErrClosed].

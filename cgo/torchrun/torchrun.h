@@ -38,4 +38,8 @@ size_t trun_live(void);
 int trun_has_settings(void);
 char *trun_get_settings(tshim_settings *out);
 
+// trun_module_training calls tshim_module_training; 0 when the shim lacks
+// it (built before it).
+int trun_module_training(const tshim_module *m);
+
 #endif // TORCHRUN_H

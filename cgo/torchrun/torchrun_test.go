@@ -347,12 +347,27 @@ func TestWrongInputs(t *testing.T) {
 	}
 }
 
+// TestTraining: a module keeps the mode it was saved in (no eval(), as
+// Triton): training.pt runs its training branch, and Training says so.
+func TestTraining(t *testing.T) {
+	for model, training := range map[string]bool{"training.pt": true, "raises.pt": false} {
+		m := load(t, model, torchrun.Options{InferenceMode: true})
+		if got := m.Training(); got != training {
+			t.Errorf("%s: Training() = %v, want %v", model, got, training)
+		}
+	}
+	out := forward(t, load(t, "training.pt", torchrun.Options{InferenceMode: true}), val(t, []int64{2}, float32(1), 2))
+	if got := view[float32](t, out[0]); !slices.Equal(got, []float32{2, 3}) {
+		t.Errorf("training.pt([1 2]) = %v, want x + 1", got)
+	}
+}
+
 func TestOutputTypes(t *testing.T) {
 	const bad = "PyTorch execute failure: output must be of type Tensor, List[str] or Tuple containing one of these two types. " +
 		"It should not be a List / Dictionary of Tensors or a Scalar"
 	for model, want := range map[string]string{
 		"dict_out.pt":       bad,
-		"list_out.pt":       bad,
+		"list_out.pt":       "PyTorch execute failure: output must be of type Tensor or List[str], received List[Tensor]",
 		"tuple_list_int.pt": "PyTorch execute failure: output at index 1 must be of type Tensor or List[str], received List[int]",
 	} {
 		m := load(t, model, torchrun.Options{InferenceMode: true})

@@ -142,6 +142,7 @@ struct tshim_module {
 	tshim_options opts{};
 	std::vector<std::string> names;
 	std::vector<std::string> types;
+	bool training = false; // the module was saved in training mode
 };
 
 struct tshim_outputs {
@@ -154,6 +155,9 @@ namespace {
 void addTensor(tshim_outputs *o, at::Tensor t, size_t i) {
 	if (!t.defined()) {
 		throw std::runtime_error("output at index " + std::to_string(i) + " is an undefined tensor");
+	}
+	if (t.is_nested()) {
+		throw std::runtime_error("output at index " + std::to_string(i) + " is a nested tensor, which Triton has no shape for");
 	}
 	if (t.layout() != c10::kStrided) {
 		t = t.to_dense();
@@ -198,6 +202,10 @@ void flatten(const c10::IValue &r, tshim_outputs *o) {
 	if (isStringList(r)) {
 		addStrings(o, r.toList());
 		return;
+	}
+	if (r.isList()) {
+		throw std::runtime_error("output must be of type Tensor or List[str], received List[" +
+			r.toList().elementType()->str() + "]");
 	}
 	if (!r.isTuple()) {
 		throw std::runtime_error(kBadOutput);
@@ -294,9 +302,9 @@ char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out
 		m->opts = *opts;
 		{
 			Guards g(opts->inference_mode != 0);
-			m->module = torch::jit::load(path, torch::kCPU);
-			m->module.eval();
+			m->module = torch::jit::load(path, torch::kCPU); // as saved: Triton calls no eval()
 		}
+		m->training = m->module.is_training();
 		const auto &args = m->module.get_method("forward").function().getSchema().arguments();
 		for (size_t i = 0; i < args.size(); i++) {
 			if (i == 0 && args[i].type()->kind() == c10::TypeKind::ClassType) {
@@ -317,6 +325,10 @@ void tshim_module_free(tshim_module *m) {
 	}
 	delete m; // destructors are noexcept: nothing to catch
 	live--;
+}
+
+int tshim_module_training(const tshim_module *m) {
+	return m->training ? 1 : 0;
 }
 
 size_t tshim_num_args(const tshim_module *m) {

@@ -104,13 +104,18 @@ void tshim_free_msg(char *msg);
 const char *tshim_version(void);
 
 // tshim_load loads the TorchScript file at path (torch::jit::load onto the
-// CPU), switches it to eval mode and reads forward's schema. On success
+// CPU; the module keeps the training flag it was saved with, as under
+// Triton, which calls no eval()) and reads forward's schema. On success
 // *out is the module, released with tshim_module_free. The message of a
 // failure is torch's what() text.
 char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out);
 
 // tshim_module_free releases m (NULL is ignored).
 void tshim_module_free(tshim_module *m);
+
+// tshim_module_training is 1 when m was saved in training mode
+// (module.training), else 0.
+int tshim_module_training(const tshim_module *m);
 
 // tshim_num_args is the number of forward's arguments, self excluded.
 size_t tshim_num_args(const tshim_module *m);
