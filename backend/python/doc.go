@@ -24,6 +24,19 @@
 // responses ahead of those the model has taken; one the model drops before
 // its final response cancels its request.
 //
+// BLS calls work anywhere once initialize has returned (execute, its
+// threads, threads of the model's own) until finalize, as in Triton. A
+// request that execute returns without answering (None in its list, no
+// list, or any request of a decoupled model) waits for its response
+// sender; it fails with an error saying so when the model releases the
+// request and its sender without a final response (Triton's client would
+// wait for ever), and at its deadline or cancellation when the model
+// keeps it. An execute that raises closes its requests' senders: a later
+// send raises "Response sender has been closed.", as in Triton.
+//
+// The model's folders are appended to sys.path, as Triton does: a file in
+// them does not shadow a module of the interpreter's own.
+//
 // A stub that dies (killed, crashed) fails the requests it had and is
 // replaced by a new one; one still executing a batch stub-timeout-seconds
 // after every request of the batch passed its deadline is killed and

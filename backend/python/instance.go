@@ -256,6 +256,8 @@ func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		case <-r.finished:
 		case <-p.dead: // requests answered later through their senders, which died
 			return p.err()
+		case <-ctx.Done(): // a request still to be answered through its sender
+			in.failPending(r, ctx.Err())
 		}
 	}
 	if r.fail != nil && !r.decoupled {
@@ -420,6 +422,8 @@ func (in *instance) message(p *proc, m *stubMsg) {
 	switch m.Op {
 	case "send":
 		in.send(p, m)
+	case "dropped":
+		in.dropped(p, m)
 	case "bls":
 		in.bls(p, m)
 	case "bls_cancel":
@@ -515,6 +519,59 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		r.completed(m.Req)
 		in.finishIfDone(r)
 	}
+}
+
+// dropped fails a request that execute returned without answering and
+// whose Python request and response sender were then both freed without
+// a final response: nothing in the stub can answer it any more (Triton's
+// client would wait for ever).
+func (in *instance) dropped(p *proc, m *stubMsg) {
+	if m.Batch == nil {
+		return
+	}
+	r := in.batch(p, *m.Batch)
+	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.complete[m.Req] {
+		return
+	}
+	err := fmt.Errorf("model '%s' returned from execute without a response for %s, then released the request and its response sender "+
+		"without sending the final response (TRITONSERVER_RESPONSE_COMPLETE_FINAL): nothing can answer it", in.m.spec.Name, requestName(r.reqs[m.Req]))
+	in.log.Error("a request was dropped unanswered", zap.String("request", r.reqs[m.Req].ID))
+	if r.decoupled {
+		in.forward(p, r, m.Req, backend.Response{Err: err, Final: true})
+	} else {
+		r.reqs[m.Req].Fail(err)
+	}
+	r.completed(m.Req)
+	in.finishIfDone(r)
+}
+
+// failPending fails the requests of a default model's batch that execute
+// left to their response senders and that have not been answered when the
+// batch's context ends (the client's deadline or cancellation).
+func (in *instance) failPending(r *run, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, req := range r.reqs {
+		if !r.complete[i] {
+			req.Fail(fmt.Errorf("model '%s' had not sent the response of %s through its response sender: %w", in.m.spec.Name, requestName(req), cause))
+			r.completed(i)
+		}
+	}
+	in.finishIfDone(r)
+}
+
+// requestName names req in a message: "request 'id'", or "a request"
+// when it has no ID.
+func requestName(req *backend.Request) string {
+	if req.ID == "" {
+		return "a request"
+	}
+	return "request '" + req.ID + "'"
 }
 
 // rescheduled ends the part in batch r of the requests the model

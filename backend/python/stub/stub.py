@@ -511,9 +511,41 @@ def _read_tensors(wire, copy):
     for name, dtype, shape, off, n in wire:
         data = down.view(off, n) if n else memoryview(b"")
         if copy:
-            data = memoryview(bytes(data))
+            data = memoryview(bytearray(data))  # writable, as the model's own arrays (to_dlpack needs it)
         out.append(Tensor._from_wire(name, dtype, shape, data))
     return out
+
+
+class _Unanswered:
+    """Held by a request that execute returned without answering (None in
+    its list, no list, or any request of a decoupled model) and by its
+    response sender, until a final response is sent. When both are freed
+    before that, nothing can answer the request any more: the server is
+    told ("dropped"), and fails it instead of waiting for ever."""
+    __slots__ = ("batch", "index", "answered")
+
+    def __init__(self, batch, index):
+        self.batch, self.index, self.answered = batch, index, False
+
+    def __del__(self):
+        if not self.answered:
+            _dropped.put(self)  # not events.send: the collector may run this where a lock is held
+
+
+def _watch_unanswered(batch, requests, indices):
+    """Gives the requests at indices, which execute left unanswered, an
+    _Unanswered (rescheduled ones and those whose sender is closed excepted)."""
+    for i in indices:
+        if batch.resched and i in batch.resched:
+            continue
+        q, tok = requests[i], _Unanswered(batch.id, i)
+        s = q._sender
+        if s is not None:
+            with s._lock:
+                if s._closed:
+                    continue
+                s._unanswered = tok
+        q._unanswered = tok
 
 
 class _Batch:
@@ -521,10 +553,10 @@ class _Batch:
     cancellation flags, and the block holding its responses' outputs. Its
     requests point to it, not it to them, so that a batch's objects are
     freed as soon as they are done with, not left to the cycle collector."""
-    __slots__ = ("id", "flags_off", "block", "resched")
+    __slots__ = ("id", "flags_off", "block", "resched", "failed")
 
     def __init__(self, id, flags_off):
-        self.id, self.flags_off, self.block, self.resched = id, flags_off, None, None
+        self.id, self.flags_off, self.block, self.resched, self.failed = id, flags_off, None, None, False
 
     def cancelled(self, i):
         return down.view(self.flags_off + 4 * i, 1)[0] != 0
@@ -564,6 +596,7 @@ class InferenceResponseSender:
     def __init__(self, batch, index, wanted):
         self._batch, self._index, self._wanted = batch, index, wanted
         self._sent, self._closed = 0, False
+        self._unanswered = None  # _Unanswered, once execute has returned without answering the request
         self._lock = threading.Lock()
         self._credits, self._broken = _send_window, None
         if _decoupled and _send_window:
@@ -576,7 +609,7 @@ class InferenceResponseSender:
         if flags == 0 and response is None:
             raise TritonModelException("Inference Response object must be provided when the response flags is set to zero.")
         with self._lock:
-            if self._closed:
+            if self._closed or self._batch.failed:
                 raise TritonModelException("Unable to send response. Response sender has been closed.")
             if not _decoupled:
                 if response is not None and self._sent:
@@ -596,6 +629,8 @@ class InferenceResponseSender:
                 self._sent += 1
             if flags:
                 self._closed = True
+                if self._unanswered is not None:
+                    self._unanswered.answered = True
                 _senders.discard(self)
             events.send(msg)
 
@@ -605,6 +640,17 @@ class InferenceResponseSender:
             self._closed = True
             if _decoupled and _send_window:
                 self._broken = "The request was rescheduled."
+                self._room.notify_all()
+        _senders.discard(self)
+
+    def _close(self):
+        """Closes the sender of a request whose execute raised (the server
+        has answered it with the error): a send waiting for credits, and
+        every later one, raises."""
+        with self._lock:
+            self._closed = True
+            self._broken = "Response sender has been closed."
+            if _decoupled and _send_window:
                 self._room.notify_all()
         _senders.discard(self)
 
@@ -702,6 +748,7 @@ class InferenceRequest:
             raise TritonModelException("Only requests passed to execute have a response sender.")
         if self._sender is None:
             self._sender = InferenceResponseSender(self._batch, self._index, self._wanted)
+            self._sender._unanswered = self.__dict__.get("_unanswered")
         return self._sender
 
     def is_cancelled(self):
@@ -745,7 +792,9 @@ class InferenceRequest:
         return call
 
     def exec(self, decoupled=False):
-        if not _state["in_execute"] and _batch.get() is None:
+        # As Triton: anywhere once initialize has returned (execute, its
+        # threads, threads of the model's own) until finalize.
+        if _model is None or _state["finalizing"]:
             return InferenceResponse(error=TritonError("BLS is only supported during the 'execute' function."))
         # Inputs that are views of the execute's own inputs go by reference
         # when the call ends before execute can return (and so before those
@@ -833,11 +882,12 @@ _calls = _Calls()
 
 class _Senders:
     """The decoupled response senders that may still send, by (batch id,
-    request index), for the server's credit messages."""
+    request index), for the server's credit messages. Held weakly: a
+    sender the model drops goes (and its _Unanswered with it)."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.open = {}
+        self.open = weakref.WeakValueDictionary()
 
     def add(self, sender):
         with self.lock:
@@ -914,16 +964,21 @@ class ResponseIterator:
             _dropped.put(self._call)
 
 
-_dropped = queue.SimpleQueue()  # calls of dropped ResponseIterators, for _cancel_dropped
+_dropped = queue.SimpleQueue()  # calls of dropped ResponseIterators and dropped _Unanswered, for _cancel_dropped
 
 
 def _cancel_dropped():
-    """Cancels the BLS requests whose iterators the model dropped."""
+    """Cancels the BLS requests whose iterators the model dropped, and tells
+    the server of the requests nothing can answer any more."""
     while True:
-        call = _dropped.get()
-        _calls.abandon(call)
+        item = _dropped.get()
+        if type(item) is _Unanswered:
+            msg = {"op": "dropped", "batch": item.batch, "req": item.index}
+        else:
+            _calls.abandon(item)
+            msg = {"op": "bls_cancel", "call": item.id}
         try:
-            events.send({"op": "bls_cancel", "call": call.id})
+            events.send(msg)
         except OSError:
             return  # the server has gone
 
@@ -1162,7 +1217,7 @@ def _import_model(msg):
     backend_dir, version_dir = msg.get("backend_dir"), os.path.dirname(path)
     for p in (backend_dir,) if backend_dir else (version_dir, msg["model_dir"], os.path.dirname(version_dir)):
         if p not in sys.path:
-            sys.path.insert(1, p)
+            sys.path.append(p)  # as Triton: after the interpreter's own paths
     name = "model"
     if not backend_dir:
         # As Triton: the version folder is a package, the file a module of it.
@@ -1254,10 +1309,10 @@ def _execute(msg):
     """Runs an execute command, ["execute", id, flags, requests]; its answer
     is ("done", id, seq, block, fail, responses)."""
     _, bid, flags, wire = msg
-    responses = block = fail = token = resched = None
+    responses = block = fail = token = resched = requests = None
+    batch = _Batch(bid, flags)
     _state["in_execute"] = True
     try:
-        batch = _Batch(bid, flags)
         requests = _requests(batch, wire)
         token = _batch.set(batch)
         if _state.get("no_execute"):
@@ -1278,6 +1333,12 @@ def _execute(msg):
                     requests[i]._sender._rescheduled()
     except Exception as e:
         fail, resched = _error_text(e), None
+        # As Triton, the requests' senders close: the server answers every
+        # request of the batch with the error.
+        batch.failed = True
+        for q in requests or ():
+            if q._sender is not None:
+                q._sender._close()
     finally:
         _state["in_execute"] = False
         if token is not None:
@@ -1293,8 +1354,10 @@ def _responses(batch, requests, result):
         if result is not None:
             raise TritonModelException(
                 "Python model '%s' is using the decoupled mode and the execute function must return None." % _state["instance"])
+        _watch_unanswered(batch, requests, range(len(requests)))
         return None
     if result is None:
+        _watch_unanswered(batch, requests, range(len(requests)))
         return [None] * len(requests)
     if not isinstance(result, list):
         raise TritonModelException("Expected a list in the execute return, found type '%s'." % type(result))
@@ -1309,6 +1372,8 @@ def _responses(batch, requests, result):
                     "Expected a None object in the execute function return list for reschduled request, "
                     "found type '%s'." % type(result[i]))
     parts = [None if resp is None else _response_parts(resp, req._wanted) for req, resp in zip(requests, result)]
+    if None in parts:
+        _watch_unanswered(batch, requests, [i for i, p in enumerate(parts) if p is None])
     tensors = [t for p in parts if p is not None and p[0] for t in p[0]]
     if not tensors:
         return parts

@@ -104,6 +104,103 @@ class AbandonedCallTest(unittest.TestCase):
         self.assertEqual(self.state(1024), 1, "a block nobody replied with was released")
 
 
+class BLSTest(unittest.TestCase):
+    """A BLS call: its output tensors, and the phases where exec is
+    refused."""
+
+    def setUp(self):
+        stub._numpy_names()
+        fd = os.memfd_create("test_down")
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 4096)
+        stub.down = stub._Region(fd)
+        os.pwrite(fd, np.arange(4, dtype=np.float32).tobytes(), 128)
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        self.addCleanup(os.close, w)
+        self.addCleanup(setattr, stub, "events", getattr(stub, "events", None))
+        stub.events = stub._Channel(r, w, True)
+        self.addCleanup(setattr, stub, "_model", stub._model)
+        self.addCleanup(setattr, stub, "up", stub.up)
+        up = os.memfd_create("test_up")
+        self.addCleanup(os.close, up)
+        stub.up = stub._UpRegion(up, 1 << 16, 1 << 20)
+        self.request = pb_utils.InferenceRequest(
+            model_name="m", requested_output_names=["OUT"], inputs=[pb_utils.Tensor("IN", np.zeros(2, np.float32))])
+
+    def test_outputs_are_writable(self):
+        # The model may change a BLS output in place or hand it on through
+        # DLPack (torch.utils.dlpack.from_dlpack(out.to_dlpack())), as it
+        # may its own arrays.
+        resp = stub._bls_response({"outputs": [["OUT", "FP32", [4], 128, 16]]})
+        out = pb_utils.get_output_tensor_by_name(resp, "OUT")
+        a = out.as_numpy()
+        a += 1
+        self.assertEqual(a.tolist(), [1, 2, 3, 4])
+        self.assertEqual(np.from_dlpack(out).tolist(), [1, 2, 3, 4])
+        self.assertEqual(stub.down.view(128, 4).tobytes(), np.float32(0).tobytes(), "the copy shares the server's memory")
+
+    def test_refused_before_initialize_returns_and_in_finalize(self):
+        refused = "BLS is only supported during the 'execute' function."
+        stub._model = None  # initialize has not returned
+        self.assertEqual(self.request.exec().error().message(), refused)
+        stub._model = object()
+        self.addCleanup(stub._state.update, {"finalizing": False})
+        stub._state["finalizing"] = True
+        self.assertEqual(self.request.exec().error().message(), refused)
+        self.assertEqual(stub.events.sent, 0)
+
+    def test_allowed_outside_execute(self):
+        # As Triton: from a thread of the model's own, execute or not.
+        stub._model = object()
+        self.assertFalse(stub._state["in_execute"])
+        done = []
+        t = threading.Thread(target=lambda: done.append(self.request.exec(decoupled=True)))
+        t.start()
+        t.join()
+        self.assertIsInstance(done[0], stub.ResponseIterator)
+        self.assertEqual(stub.events.sent, 1, "the call was not sent to the server")
+
+
+class FailedExecuteTest(unittest.TestCase):
+    """An execute that raises closes its requests' response senders, as
+    Triton's stub does: the server has answered every request of the batch
+    with the error, so a later send raises instead of waiting for credits
+    the server will never return."""
+
+    def setUp(self):
+        stub._numpy_names()
+        fd = os.memfd_create("test_down")
+        self.addCleanup(os.close, fd)
+        os.ftruncate(fd, 4096)
+        stub.down = stub._Region(fd)
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        self.addCleanup(os.close, w)
+        for name in ("events", "_model", "_decoupled", "_send_window"):
+            self.addCleanup(setattr, stub, name, getattr(stub, name, None))
+        stub.events = stub._Channel(r, w, True)
+        stub._decoupled, stub._send_window = True, 16
+
+    def test_senders_close(self):
+        senders = []
+
+        class Model:
+            def execute(self, requests):
+                s = requests[0].get_response_sender()
+                s.send(pb_utils.InferenceResponse([]))
+                senders.append(s)
+                raise ValueError("boom")
+
+        stub._model = Model()
+        answer = stub._execute(["execute", 1, 64, [["r", 0, 0, 0, None, None, []]]])
+        self.assertIn("boom", answer[4])
+        with self.assertRaises(pb_utils.TritonModelException) as e:
+            senders[0].send(pb_utils.InferenceResponse([]))
+        self.assertEqual(str(e.exception), "Unable to send response. Response sender has been closed.")
+        self.assertNotIn((1, 0), stub._senders.open)
+
+
 class ModelLoadingTest(unittest.TestCase):
     """The model loading API's checks in the stub: version strings read as
     Triton reads them, and the phases where the API is refused (before
