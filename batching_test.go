@@ -210,16 +210,15 @@ dynamic_batching { }`
 		t.Errorf("different shapes: batches %v, want %v", got, want)
 	}
 
-	// A ragged input batches different shapes together, flattened.
-	var seen tensor.Shape
+	// A ragged input batches different shapes together, flattened; as in
+	// Triton, a lone request's input is flattened too.
+	var seen []tensor.Shape
 	ragged := backend.Func(func(_ context.Context, b *backend.Batch) error {
 		in, err := b.Input("INPUT0")
 		if err != nil {
 			return err
 		}
-		if len(b.Requests) > 1 {
-			seen = in.Shape.Clone()
-		}
+		seen = append(seen, in.Shape.Clone())
 		for _, r := range b.Requests {
 			out := r.Inputs[0]
 			out.Name = "OUTPUT0"
@@ -254,8 +253,8 @@ dynamic_batching { }`
 			t.Fatal(r.err)
 		}
 	}
-	if !seen.Equal(tensor.Shape{5}) {
-		t.Errorf("ragged batch input shape %v, want [5] (2 + 3 elements, flattened)", seen)
+	if want := []tensor.Shape{{1}, {5}}; !slices.EqualFunc(seen, want, tensor.Shape.Equal) {
+		t.Errorf("ragged batch input shapes %v, want %v ([1, 1] alone, then 2 + 3 elements, flattened)", seen, want)
 	}
 }
 

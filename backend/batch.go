@@ -217,15 +217,24 @@ func (b *Batch) Layout(name string) Layout { return b.layouts[name] }
 // Input returns the whole-batch tensor of the input named name: the
 // concatenation of every request's input along the first dimension. For a
 // batch of one request it is that request's tensor itself. For a ragged
-// input (allow_ragged_batch) whose requests have different shapes, it is
-// the requests' elements concatenated into one rank-1 tensor. The result is
+// input ([Layout] Ragged: allow_ragged_batch), it is the requests' elements
+// concatenated into one rank-1 tensor, also for one request (its own data,
+// reshaped), as Triton's backends take ragged inputs. The result is
 // cached; the concatenation happens at most once per input.
 func (b *Batch) Input(name string) (tensor.Tensor, error) {
 	if len(b.Requests) == 1 {
-		if t, ok := b.Requests[0].Input(name); ok {
-			return t, nil
+		t, ok := b.Requests[0].Input(name)
+		if !ok {
+			return tensor.Tensor{}, fmt.Errorf("batch has no input %q: %w", name, ErrInvalidInput)
 		}
-		return tensor.Tensor{}, fmt.Errorf("batch has no input %q: %w", name, ErrInvalidInput)
+		if b.layouts[name].Ragged && len(t.Shape) != 1 {
+			n, err := t.Shape.NumElements()
+			if err != nil {
+				return tensor.Tensor{}, fmt.Errorf("input %q: %w", name, err)
+			}
+			t.Shape = tensor.Shape{n}
+		}
+		return t, nil
 	}
 	for i := range b.gathered {
 		if b.gathered[i].Name == name {
@@ -244,7 +253,7 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 	}()
 	var rows, elems int64
 	size := 0
-	ragged := false
+	ragged := b.layouts[name].Ragged
 	for _, r := range b.Requests {
 		t, ok := r.Input(name)
 		if !ok {

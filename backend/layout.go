@@ -17,6 +17,10 @@ type Layout struct {
 	// whole batch (a sample rate), which every request of the batch gives
 	// alike.
 	Shared bool
+	// Ragged marks an input with allow_ragged_batch: the batch's tensor is
+	// every request's elements in one rank-1 tensor, whatever their shapes
+	// and however many requests, as Triton's backends take ragged inputs.
+	Ragged bool
 }
 
 // Model configuration parameters that give tensors of a batching model
