@@ -246,8 +246,8 @@ func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		return err // watch abandons the batch
 	}
 	b.MarkInferDone()
+	p.waitSeen(ans.Seq) // first the responses its senders sent before execute returned
 	in.done(p, r, ans)
-	p.waitSeen(ans.Seq) // responses its senders sent before execute returned
 	if err := in.rescheduled(ctx, r); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package python_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,42 @@ class TritonPythonModel:
 	}
 	if last == nil || !strings.Contains(last.Error(), "model 'dropper' returned from execute without a response for a request") {
 		t.Errorf("stream ended with %v, want the dropped request's error", last)
+	}
+}
+
+// TestDecoupledSendsThenRaises: the responses a decoupled model sent
+// before its execute raised reach the client first, in order, then the
+// error ends the stream (the sends are handled before the failed answer).
+func TestDecoupledSendsThenRaises(t *testing.T) {
+	srv := newRepo(t).model("sends_then_raises", `backend: "python"
+model_transaction_policy { decoupled: true }
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            s = r.get_response_sender()
+            for i in range(3):
+                s.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([i], np.float32))]))
+        raise ValueError("after three")
+`).Serve()
+	for range 20 {
+		in := must(tensor.From("IN", tensor.Shape{1}, []float32{0}))
+		var got []float32
+		var last error
+		for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "sends_then_raises", Inputs: []tensor.Tensor{in}}) {
+			if err != nil {
+				last = err
+				continue
+			}
+			got = append(got, floats(t, resp, "OUT")...)
+		}
+		if !slices.Equal(got, []float32{0, 1, 2}) || last == nil || !strings.Contains(last.Error(), "after three") {
+			t.Fatalf("responses %v, then %v; want [0 1 2], then the error", got, last)
+		}
 	}
 }
