@@ -131,3 +131,21 @@ func TestExecuteErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUnaskedOutputChecked: an output's datatype is checked against the
+// configuration whether the request asked for it or not, as Triton checks
+// every output of the configuration.
+func TestUnaskedOutputChecked(t *testing.T) {
+	srv := newRepo(t).model("addsub", "addsub_args.pt", `backend: "pytorch"
+input [ { name: "a" data_type: TYPE_FP32 dims: [ 2 ] }, { name: "b" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "SUM__0" data_type: TYPE_FP32 dims: [ 2 ] }, { name: "DIFF__1" data_type: TYPE_INT64 dims: [ 2 ] } ]`).Serve()
+	x := []float32{1, 2}
+	_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "addsub", Outputs: []string{"SUM__0"},
+		Inputs: []tensor.Tensor{must(tensor.From("a", tensor.Shape{2}, x)), must(tensor.From("b", tensor.Shape{2}, x))}})
+	if want := "configuration expects datatype TYPE_INT64 for output 'DIFF__1', model provides TYPE_FP32"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if code := triton.CodeOf(err); code != triton.InvalidArgument {
+		t.Errorf("code %v, want InvalidArgument", code)
+	}
+}

@@ -110,10 +110,7 @@ func (i *instance) setOutputs(b *backend.Batch, outs []torchrun.Value) error {
 		}
 	}
 	for _, f := range p.fetches {
-		if !wanted(b, f.name) {
-			continue
-		}
-		o := outs[f.index]
+		o := outs[f.index] // checked whether asked for or not, as Triton checks every output
 		switch {
 		case f.dt == tensor.Bytes && o.DataType != tensor.Bytes:
 			return invalidf("configuration expects datatype TYPE_STRING for output '%s', model provides %s", f.name, o.DataType.ConfigName())
@@ -123,6 +120,9 @@ func (i *instance) setOutputs(b *backend.Batch, outs []torchrun.Value) error {
 			return invalidf("configuration expects datatype %s for output '%s', model provides %s", f.dt.ConfigName(), f.name, o.DataType.ConfigName())
 		case o.DataType != tensor.Bytes && len(o.Shape) == 0:
 			return invalidf("output '%s' is a scalar which is not supported.", f.name)
+		}
+		if !wanted(b, f.name) {
+			continue
 		}
 		if o.DataType == tensor.Bytes {
 			if err := setStrings(b, f.name, o.Strings); err != nil {
