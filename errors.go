@@ -167,7 +167,8 @@ var ErrServerClosed = errors.New("triton: server closed")
 // ([backend.ErrInvalidInput] → InvalidArgument, [backend.ErrUnavailable] →
 // Unavailable), [ErrServerClosed] → Unavailable, errors.ErrUnsupported →
 // Unsupported, fs.ErrNotExist → NotFound, context.Canceled → Cancelled and
-// context.DeadlineExceeded → DeadlineExceeded, and returns Unknown for
+// context.DeadlineExceeded → DeadlineExceeded, the number of a
+// [backend.TritonCoder], and returns Unknown for
 // anything else, including nil. Errors returned by [Server] methods are
 // always [*Error] values, so CodeOf is exact for them.
 func CodeOf(err error) Code {
@@ -183,8 +184,26 @@ func CodeOf(err error) Code {
 	return classify(err, Unknown)
 }
 
+// tritonCode returns the code of the first backend.TritonCoder in err's
+// chain that is not an *Error (whose causes classify it), when its number
+// is one of Triton's.
+func tritonCode(err error) (Code, bool) {
+	tc, ok := errors.AsType[backend.TritonCoder](err)
+	if !ok {
+		return 0, false
+	}
+	if _, server := tc.(*Error); server {
+		return 0, false
+	}
+	c := tc.TritonCode()
+	return Code(c), c >= int(Unknown) && c <= int(Cancelled)
+}
+
 // classify maps well-known causes to codes, and everything else to def.
 func classify(err error, def Code) Code {
+	if c, ok := tritonCode(err); ok {
+		return c
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return DeadlineExceeded

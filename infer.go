@@ -208,8 +208,8 @@ func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duratio
 // backendError is a backend's failure of req as the client sees it.
 func (v *version) backendError(req *InferRequest, err error) error {
 	code := CodeOf(err)
-	if code == Unknown {
-		code = Internal
+	if _, explicit := tritonCode(err); code == Unknown && !explicit {
+		code = Internal // unclassified; a TritonError's UNKNOWN stays Unknown
 	}
 	return v.errorf(req, code, err)
 }

@@ -17,3 +17,14 @@ var (
 	// it when the work may already have happened.
 	ErrUnavailable = errors.New("temporarily unavailable")
 )
+
+// TritonCoder is an error that carries its code as the number of Triton's
+// TRITONSERVER_Error_Code (0 UNKNOWN, 1 INTERNAL, 2 NOT_FOUND, 3
+// INVALID_ARG, 4 UNAVAILABLE, 5 UNSUPPORTED, 6 ALREADY_EXISTS, 7
+// CANCELLED), for codes the sentinels do not cover (a Python model's
+// TritonError): the server gives the error that code. A number outside
+// 0–7 is ignored.
+type TritonCoder interface {
+	error
+	TritonCode() int
+}

@@ -154,8 +154,8 @@ class TritonPythonModel:
                 out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("code %d" % code, code)))
         return out
 `).Serve()
-	for code, want := range map[int32]triton.Code{-1: 0, 1: triton.Internal, 2: triton.NotFound, 3: triton.InvalidArgument,
-		4: triton.Unavailable, 5: triton.Unsupported, 7: triton.Cancelled} {
+	for code, want := range map[int32]triton.Code{-1: 0, 0: triton.Unknown, 1: triton.Internal, 2: triton.NotFound, 3: triton.InvalidArgument,
+		4: triton.Unavailable, 5: triton.Unsupported, 6: triton.AlreadyExists, 7: triton.Cancelled} {
 		_, err := infer(t, srv, "codes", must(tensor.From("CODE", tensor.Shape{1, 1}, []int32{code})))
 		if code < 0 {
 			if err != nil {

@@ -904,6 +904,10 @@ type pyError struct {
 
 func (e *pyError) Error() string { return e.msg }
 
+// TritonCode is the TritonError's code (backend.TritonCoder), which also
+// gives UNKNOWN and ALREADY_EXISTS, codes no sentinel stands for.
+func (e *pyError) TritonCode() int { return e.code }
+
 // Unwrap gives the sentinel the server classifies the code by.
 func (e *pyError) Unwrap() error {
 	switch e.code {
