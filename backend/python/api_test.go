@@ -238,7 +238,7 @@ func TestExecutionEnv(t *testing.T) {
 	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }`
 	err = newRepo(t).model("echo", config, echoModel).Load()
-	if err == nil || !strings.Contains(err.Error(), "/echo/env/bin/activate does not exist. The Python environment should contain an 'activate' script.") {
-		t.Errorf("error %v", err)
+	if err == nil || !strings.HasSuffix(err.Error(), "/echo/env/bin/activate does not exist. The Python environment should contain an 'activate' script.") {
+		t.Errorf("error %v, want one ending in Triton's text", err)
 	}
 }

@@ -213,13 +213,13 @@ func (b *Backend) locate(ctx context.Context, spec *backend.ModelSpec, withPytho
 		file = filepath.Join(spec.BackendDir, DefaultModelFilename) // a Python-based backend's, shared by its models
 	}
 	if !strings.HasSuffix(file, ".py") {
-		return nil, fmt.Errorf("Model name must end with '.py'. Model name is \"%s\".: %w", filepath.Base(file), backend.ErrInvalidInput)
+		return nil, tritonErrorf(codeInvalidArg, "Model name must end with '.py'. Model name is \"%s\".", filepath.Base(file))
 	}
 	if st, err := os.Stat(file); err != nil || st.IsDir() {
 		return nil, fmt.Errorf("Python model file not found in '%s'", file)
 	}
 	if v, ok := spec.Parameter("FORCE_CPU_ONLY_INPUT_TENSORS"); ok && v != "yes" && v != "no" {
-		return nil, fmt.Errorf("Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: %s': %w", v, errors.ErrUnsupported)
+		return nil, tritonErrorf(codeUnsupported, "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: %s'", v)
 	}
 	dir, err := stubFiles()
 	if err != nil {

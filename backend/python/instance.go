@@ -862,13 +862,13 @@ func (in *instance) Ready(ctx context.Context) error {
 	m, err := p.call(ctx, "ready")
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("Timed out waiting for user-defined is_ready() response: %w", backend.ErrUnavailable)
+		return tritonErrorf(codeUnavailable, "Timed out waiting for user-defined is_ready() response")
 	case err != nil:
 		return err
 	case m.Error != nil:
 		return errors.New(m.Error.Msg)
 	case m.Ready == nil || !*m.Ready:
-		return fmt.Errorf("Model '%s' is not ready (user-defined check failed).: %w", in.spec.Name, backend.ErrUnavailable)
+		return tritonErrorf(codeUnavailable, "Model '%s' is not ready (user-defined check failed).", in.spec.Name)
 	}
 	return nil
 }
@@ -895,14 +895,28 @@ func (in *instance) Close() error {
 	return nil
 }
 
-// pyError is an error response of a Python model: its message as the
-// model wrote it, classified by its TritonError code.
+// pyError is an error with Triton's own text, classified by a TritonError
+// code: an error response of a Python model (its message as the model
+// wrote it), or an error of this backend whose text is Triton's
+// (tritonErrorf), which a sentinel wrapped with %w would lengthen.
 type pyError struct {
 	msg  string
 	code int
 }
 
 func (e *pyError) Error() string { return e.msg }
+
+// TritonError codes of the backend's own errors (tritonErrorf).
+const (
+	codeInvalidArg  = 3
+	codeUnavailable = 4
+	codeUnsupported = 5
+)
+
+// tritonErrorf is an error whose text is exactly Triton's, with its code.
+func tritonErrorf(code int, format string, args ...any) error {
+	return &pyError{msg: fmt.Sprintf(format, args...), code: code}
+}
 
 // TritonCode is the TritonError's code (backend.TritonCoder), which also
 // gives UNKNOWN and ALREADY_EXISTS, codes no sentinel stands for.

@@ -46,7 +46,7 @@ func (b *Backend) interpreter(ctx context.Context, spec *backend.ModelSpec) (pyt
 			env, release = dir, rel
 		}
 		if _, err := os.Stat(filepath.Join(env, "bin", "activate")); err != nil {
-			return "", nil, nil, fmt.Errorf("Path %s/bin/activate does not exist. The Python environment should contain an 'activate' script.: %w", env, backend.ErrInvalidInput)
+			return "", nil, nil, tritonErrorf(codeInvalidArg, "Path %s/bin/activate does not exist. The Python environment should contain an 'activate' script.", env)
 		}
 		python := filepath.Join(env, "bin", "python3")
 		if _, err := os.Stat(python); err != nil {

@@ -140,8 +140,26 @@ func TestForceCPUOnly(t *testing.T) {
 	for v, want := range map[string]string{"yes": "", "no": "", "maybe": "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'"} {
 		config := blsConfig + `parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "` + v + `" } }`
 		err := newRepo(t).model("m", config, "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n").Load()
-		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", v, err, want)
+		if (err == nil) != (want == "") || err != nil && !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%s: error %v, want one ending in Triton's %q", v, err, want)
 		}
+		if err != nil && triton.CodeOf(err) != triton.Unsupported {
+			t.Errorf("%s: code %v, want Unsupported", v, triton.CodeOf(err))
+		}
+	}
+}
+
+// TestModelFileNotPython: a default_model_filename that is not a .py file
+// fails the load with Triton's text, nothing after it, as InvalidArgument.
+func TestModelFileNotPython(t *testing.T) {
+	r := newRepo(t)
+	r.write("m/config.pbtxt", blsConfig+`default_model_filename: "model.txt"`)
+	r.write("m/1/model.txt", "")
+	err := r.Load()
+	if want := `Model name must end with '.py'. Model name is "model.txt".`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("error %v, want one ending in %q", err, want)
+	}
+	if code := triton.CodeOf(err); code != triton.InvalidArgument {
+		t.Errorf("code %v, want InvalidArgument", code)
 	}
 }
