@@ -5,6 +5,7 @@ package triton
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -186,11 +187,11 @@ func (v *version) answer(req *InferRequest, c *call, t *timing, end time.Duratio
 	if st := c.stream; st != nil {
 		if err := c.req.Err(); err != nil {
 			st.End(v.backendError(req, err))
-		} else if outs := c.req.Outputs(); len(outs) > 0 {
+		} else if outs, params := c.req.Outputs(), c.req.ResponseParameters(); len(outs) > 0 || len(params) > 0 {
 			// Outputs set in Execute are its final response, so that a
 			// backend.Func serves a decoupled model too. Send waits for
 			// room, or fails once the stream has ended.
-			_ = st.Sender().Send(context.Background(), backend.Response{Outputs: outs, Final: true})
+			_ = st.Sender().Send(context.Background(), backend.Response{Outputs: outs, Final: true, Parameters: params})
 		}
 		v.putCall(c)
 		return nil, nil
@@ -242,7 +243,29 @@ func (v *version) response(req *InferRequest, r *backend.Request) (*InferRespons
 			return nil, v.errorf(req, Internal, fmt.Errorf("backend did not produce the requested output '%s' of model '%s'", name, v.name))
 		}
 	}
+	if err := v.responseParameters(req, resp, r.ResponseParameters()); err != nil {
+		return nil, err
+	}
 	return resp, nil
+}
+
+// responseParameters checks the response parameters a backend set and
+// gives them to resp.
+func (v *version) responseParameters(req *InferRequest, resp *InferResponse, p map[string]any) error {
+	if len(p) == 0 {
+		return nil
+	}
+	err := checkParameters(p)
+	for k, val := range p {
+		if f, ok := val.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			err = fmt.Errorf("parameter '%s' is %v, not a finite number", k, f)
+		}
+	}
+	if err != nil {
+		return v.errorf(req, Internal, fmt.Errorf("response of model '%s': %w", v.name, err))
+	}
+	resp.Parameters = p
+	return nil
 }
 
 func (v *version) errorf(req *InferRequest, code Code, err error) *Error {

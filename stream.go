@@ -233,7 +233,7 @@ func (v *version) streamDecoupled(ctx context.Context, req *InferRequest, o orig
 		if t.tr != nil && err == nil {
 			traceTensors(t.tr, trace.TensorBackendOutput, resp.Outputs)
 		}
-		if r.Final && err == nil && len(resp.Outputs) == 0 {
+		if r.Final && err == nil && len(resp.Outputs) == 0 && len(resp.Parameters) == 0 {
 			c.response(&rs, responseEmpty, &t, 0)
 			return
 		}
@@ -385,6 +385,9 @@ func (v *version) streamResponse(req *InferRequest, batch int64, r backend.Respo
 			return nil, v.errorf(req, Internal, err)
 		}
 		resp.Outputs = append(resp.Outputs, t)
+	}
+	if err := v.responseParameters(req, resp, r.Parameters); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

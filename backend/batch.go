@@ -43,6 +43,7 @@ type Request struct {
 	SequenceEnd      bool
 
 	outputs     []tensor.Tensor
+	params      map[string]any // response parameters
 	err         error
 	sender      *Sender
 	rescheduled bool
@@ -95,6 +96,21 @@ func (r *Request) SetOutput(t tensor.Tensor) {
 // storage.
 func (r *Request) Outputs() []tensor.Tensor { return r.outputs }
 
+// SetParameter sets a parameter of the request's response (Triton's
+// TRITONBACKEND_ResponseSet*Parameter): value is a bool, int64, uint64,
+// float64 (finite) or string, else the request fails when it is
+// answered. Setting a key again replaces its value.
+func (r *Request) SetParameter(key string, value any) {
+	if r.params == nil {
+		r.params = make(map[string]any, 1)
+	}
+	r.params[key] = value
+}
+
+// ResponseParameters returns the response parameters set so far (nil when
+// none). The map is the request's until it is answered.
+func (r *Request) ResponseParameters() map[string]any { return r.params }
+
 // Fail marks the request failed with err; the rest of the batch is
 // unaffected. The first failure wins.
 func (r *Request) Fail(err error) {
@@ -128,6 +144,7 @@ func (r *Request) Rescheduled() bool { return r.rescheduled }
 func (r *Request) Reset() {
 	clear(r.outputs)
 	r.outputs = r.outputs[:0]
+	r.params = nil // the response took it
 	r.err = nil
 	r.sender = nil
 	r.rescheduled = false

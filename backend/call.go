@@ -73,6 +73,10 @@ type InferResponse struct {
 	// response and on the one response of any other model. Infer leaves
 	// it false.
 	Final bool
+	// Parameters are the response parameters the model set (values bool,
+	// int64, uint64, float64 or string; Triton's response parameters,
+	// which HTTP and gRPC clients receive); nil when it set none.
+	Parameters map[string]any
 }
 
 // Output returns the output named name.

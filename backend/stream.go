@@ -25,6 +25,9 @@ type Response struct {
 	Err error
 	// Final marks the last response of the request. After it, Send fails.
 	Final bool
+	// Parameters are the response's parameters, as
+	// [Request.SetParameter] sets them for a default model's response.
+	Parameters map[string]any
 
 	sent time.Time // when Send took it
 }

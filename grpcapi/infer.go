@@ -673,6 +673,9 @@ func (s *Service) response(c *inferCall, resp *triton.InferResponse) (*inference
 	buf := new(responseBuf)
 	out := &buf.resp
 	out.ModelName, out.ModelVersion, out.Id = resp.Model, strconv.FormatInt(resp.Version, 10), resp.ID
+	if len(resp.Parameters) > 0 {
+		out.Parameters = responseParameters(resp.Parameters)
+	}
 	var tensors []inferencepb.ModelInferResponse_InferOutputTensor
 	if n <= len(buf.tensors) {
 		out.Outputs, out.RawOutputContents, tensors = buf.ptrs[:n:n], buf.raw[:n:n], buf.tensors[:n:n]
@@ -728,4 +731,29 @@ type responseBuf struct {
 	ptrs    [2]*inferencepb.ModelInferResponse_InferOutputTensor
 	raw     [2][]byte
 	tensors [2]inferencepb.ModelInferResponse_InferOutputTensor
+}
+
+// responseParameters are a response's parameters as InferParameters (the
+// server has checked the values: bool, int64, uint64, float64, string).
+func responseParameters(p map[string]any) map[string]*inferencepb.InferParameter {
+	out := make(map[string]*inferencepb.InferParameter, len(p))
+	for k, v := range p {
+		var c inferencepb.InferParameter
+		switch v := v.(type) {
+		case bool:
+			c.ParameterChoice = &inferencepb.InferParameter_BoolParam{BoolParam: v}
+		case int64:
+			c.ParameterChoice = &inferencepb.InferParameter_Int64Param{Int64Param: v}
+		case uint64:
+			c.ParameterChoice = &inferencepb.InferParameter_Uint64Param{Uint64Param: v}
+		case float64:
+			c.ParameterChoice = &inferencepb.InferParameter_DoubleParam{DoubleParam: v}
+		case string:
+			c.ParameterChoice = &inferencepb.InferParameter_StringParam{StringParam: v}
+		default:
+			continue
+		}
+		out[k] = &c
+	}
+	return out
 }

@@ -873,3 +873,57 @@ func TestModelInferLargeTensors(t *testing.T) {
 		})
 	}
 }
+
+// TestModelInferResponseParameters: the parameters a model sets on its
+// response are the response's parameters, unary and on a stream (beside
+// triton_final_response).
+func TestModelInferResponseParameters(t *testing.T) {
+	files := repo()
+	files["ann/config.pbtxt"] = `name: "ann" backend: "annotate" max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`
+	files["ann/1/model"] = ""
+	annotate := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			r.SetParameter("tokens", int64(3))
+			r.SetParameter("done", true)
+			r.SetParameter("why", "stop")
+			r.SetParameter("p", 0.25)
+		}
+		return mirror(ctx, b)
+	})
+	f := newFixture(t, setup{files: files, server: []triton.Option{triton.WithBackend("annotate", annotate)}})
+	req := &inferencepb.ModelInferRequest{ModelName: "ann", Inputs: []*inferencepb.ModelInferRequest_InferInputTensor{in("INPUT0", "INT32", 1)},
+		RawInputContents: [][]byte{raw[int32](4)}}
+	check := func(where string, p map[string]*inferencepb.InferParameter) {
+		t.Helper()
+		if p["tokens"].GetInt64Param() != 3 || !p["done"].GetBoolParam() || p["why"].GetStringParam() != "stop" || p["p"].GetDoubleParam() != 0.25 {
+			t.Errorf("%s: parameters %v", where, p)
+		}
+	}
+	resp, err := f.client.ModelInfer(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ModelInfer", resp.GetParameters())
+	if len(resp.GetParameters()) != 4 {
+		t.Errorf("ModelInfer: %d parameters, want 4", len(resp.GetParameters()))
+	}
+	st, err := f.client.ModelStreamInfer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := st.Recv()
+	if err != nil || sr.GetErrorMessage() != "" {
+		t.Fatalf("stream: %v %q", err, sr.GetErrorMessage())
+	}
+	p := sr.GetInferResponse().GetParameters()
+	check("ModelStreamInfer", p)
+	if final, ok := p["triton_final_response"]; !ok || !final.GetBoolParam() {
+		t.Errorf("stream: triton_final_response %v, want true beside the model's", final)
+	}
+	_ = st.CloseSend()
+}

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/triton-go/triton"
@@ -16,7 +18,8 @@ var (
 )
 
 // writeInferResponse answers an inference: the JSON header (key order as
-// Triton's: id, model_name, model_version, outputs), then the binary
+// Triton's: id, model_name, model_version, parameters when the response has
+// any, outputs), then the binary
 // outputs in output order. Outputs to shared memory are written into their
 // regions and listed without data. The body is compressed when the
 // client's Accept-Encoding asks for it and it is at least h.minCompress
@@ -33,7 +36,12 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 	b = appendJSONString(b, resp.Model)
 	b = append(b, `,"model_version":"`...)
 	b = strconv.AppendInt(b, resp.Version, 10)
-	b = append(b, `","outputs":[`...)
+	b = append(b, '"')
+	if len(resp.Parameters) > 0 {
+		b = append(b, `,"parameters":`...)
+		b = appendParameters(b, resp.Parameters)
+	}
+	b = append(b, `,"outputs":[`...)
 	var bins [][]byte
 	binSize := 0
 	for i, out := range resp.Outputs {
@@ -122,4 +130,33 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 		}
 	}
 	return nil
+}
+
+// appendParameters appends response parameters as a JSON object, keys in
+// order (the server has checked the values: bool, int64, uint64, string,
+// or a finite float64).
+func appendParameters(b []byte, p map[string]any) []byte {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(p)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		switch v := p[k].(type) {
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case uint64:
+			b = strconv.AppendUint(b, v, 10)
+		case float64:
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		case string:
+			b = appendJSONString(b, v)
+		default:
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
 }

@@ -3,6 +3,7 @@ package python_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -240,5 +241,78 @@ func TestExecutionEnv(t *testing.T) {
 	err = newRepo(t).model("echo", config, echoModel).Load()
 	if err == nil || !strings.HasSuffix(err.Error(), "/echo/env/bin/activate does not exist. The Python environment should contain an 'activate' script.") {
 		t.Errorf("error %v, want one ending in Triton's text", err)
+	}
+}
+
+// TestPythonResponseParameters: InferenceResponse(parameters=...) reaches
+// the client, from execute's list and from a decoupled model's sender, and
+// a BLS caller reads the called model's parameters.
+func TestPythonResponseParameters(t *testing.T) {
+	const io = `input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`
+	srv := newRepo(t).model("annotated", `backend: "python"`+"\n"+io, `
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())],
+                                           parameters={"n": 3, "ok": True, "s": "x"}) for r in requests]
+`).model("stream", `backend: "python" model_transaction_policy { decoupled: true }`+"\n"+io, `
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            s = r.get_response_sender()
+            x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            for i in range(2):
+                s.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)], parameters={"i": i}))
+            s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+`).model("caller", `backend: "python"`+"\n"+io, `
+import json
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            resp = pb_utils.InferenceRequest(model_name="annotated", requested_output_names=["OUT"],
+                                             inputs=[pb_utils.get_input_tensor_by_name(r, "IN")]).exec()
+            params = json.loads(resp.parameters())
+            params["via"] = "bls"
+            out.append(pb_utils.InferenceResponse(resp.output_tensors(), parameters=params))
+        return out
+`).Serve()
+	in := must(tensor.From("IN", tensor.Shape{1}, []float32{2}))
+	want := map[string]any{"n": int64(3), "ok": true, "s": "x"}
+	resp, err := infer(t, srv, "annotated", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(resp.Parameters, want) {
+		t.Errorf("annotated: parameters %v, want %v", resp.Parameters, want)
+	}
+	resp, err = infer(t, srv, "caller", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["via"] = "bls"
+	if !maps.Equal(resp.Parameters, want) {
+		t.Errorf("caller: parameters %v, want %v", resp.Parameters, want)
+	}
+	var got []any
+	for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "stream", Inputs: []tensor.Tensor{in}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Outputs) > 0 {
+			got = append(got, resp.Parameters["i"])
+		}
+	}
+	if len(got) != 2 || got[0] != int64(0) || got[1] != int64(1) {
+		t.Errorf("stream: parameters i %v, want [0 1]", got)
 	}
 }

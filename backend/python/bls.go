@@ -145,19 +145,14 @@ func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []te
 			return
 		}
 		resp, err := caller.Infer(ctx, req)
-		var outs []tensor.Tensor
-		if resp != nil {
-			outs = resp.Outputs
-		}
-		in.reply(p, m.Call, m.Model, outs, err, true) // before the inputs go: an output may be one of them
+		in.reply(p, m.Call, m.Model, resp, err, true) // before the inputs go: an output may be one of them
 		in.releaseInputs(p, m)
 		return
 	}
 	final := false
 	for resp, err := range caller.InferStream(ctx, req) {
-		var outs []tensor.Tensor
 		if resp != nil {
-			outs, final = resp.Outputs, resp.Final
+			final = resp.Final
 		}
 		if err != nil {
 			final = true
@@ -166,9 +161,9 @@ func (in *instance) runBLS(ctx context.Context, p *proc, m *stubMsg, inputs []te
 			// The call ended (cancelled, the stub gone) while the model had
 			// not taken the earlier responses: the last reply says why,
 			// beyond the window, so that the stub's iterator ends.
-			outs, err, final = nil, context.Cause(ctx), true
+			resp, err, final = nil, context.Cause(ctx), true
 		}
-		in.reply(p, m.Call, m.Model, outs, err, final)
+		in.reply(p, m.Call, m.Model, resp, err, final)
 		if final {
 			break
 		}
@@ -219,8 +214,12 @@ func (in *instance) blsCancel(call uint64) {
 
 // reply sends a BLS response to the stub: outputs copied into the server's
 // region, or the error as Triton words it for BLS.
-func (in *instance) reply(p *proc, call uint64, model string, outs []tensor.Tensor, err error, final bool) {
+func (in *instance) reply(p *proc, call uint64, model string, resp *backend.InferResponse, err error, final bool) {
 	msg := replyMsg{Op: "reply", Call: call, Final: final}
+	var outs []tensor.Tensor
+	if resp != nil && err == nil {
+		outs, msg.Params = resp.Outputs, resp.Parameters
+	}
 	if err == nil && len(outs) > 0 {
 		var size int64
 		for i := range outs {
@@ -241,7 +240,7 @@ func (in *instance) reply(p *proc, call uint64, model string, outs []tensor.Tens
 	}
 	if err != nil {
 		msg.Error = &wireError{Msg: "Model " + model + " - Error when running inference: " + errorText(err), Code: tritonCode(err)}
-		msg.Outputs, msg.Block = nil, nil
+		msg.Outputs, msg.Block, msg.Params = nil, nil, nil
 	}
 	if serr := p.async.send(&msg); serr != nil {
 		in.log.Debug("a BLS response did not reach the stub", zap.Error(serr))

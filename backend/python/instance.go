@@ -510,6 +510,7 @@ func (in *instance) send(p *proc, m *stubMsg) {
 		resp := backend.Response{Final: m.Final}
 		if m.Response != nil {
 			resp.Outputs, resp.Err = in.read(p, m.Response, true)
+			resp.Parameters = m.Response.Params
 		}
 		in.forward(p, r, m.Req, resp)
 	} else if m.Response != nil {
@@ -768,6 +769,9 @@ func (in *instance) apply(p *proc, req *backend.Request, resp *wireResponse, rel
 	}
 	for _, t := range outs {
 		req.SetOutput(t)
+	}
+	for k, v := range resp.Params {
+		req.SetParameter(k, v)
 	}
 }
 

@@ -213,6 +213,7 @@ type replyMsg struct {
 	Outputs []wireTensor
 	Block   *int64
 	Final   bool
+	Params  map[string]any // a BLS response's parameters
 	ID      uint64
 	Value   *float64
 	Ready   bool // a model-control call: the model is ready
@@ -244,6 +245,10 @@ func (m *replyMsg) encode(e *enc) {
 	if m.Final {
 		e.key("final")
 		e.boolean(true)
+	}
+	if len(m.Params) > 0 {
+		e.key("params")
+		e.value(m.Params)
 	}
 	if m.ID != 0 {
 		e.key("id")

@@ -921,7 +921,9 @@ def _bls_response(reply):
     tensors = _read_tensors(reply.get("outputs", []), True)
     if "block" in reply:
         down.release(reply["block"])  # copied: the block goes back at once
-    return InferenceResponse(tensors, parameters=reply.get("params"))
+    resp = InferenceResponse(tensors)
+    resp._parameters = reply.get("params") or {}  # as the called model set them (a float too)
+    return resp
 
 
 class ResponseIterator:
