@@ -49,3 +49,30 @@ func ExampleFunc() {
 	// a [1,2] [2 4]
 	// b [2,2] [6 8 10 12]
 }
+
+// A backend sets response parameters beside its outputs (Triton's
+// response parameters): clients get them in the response's "parameters",
+// over HTTP and gRPC alike.
+func ExampleRequest_SetParameter() {
+	generate := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			out, err := tensor.FromStrings("TEXT", tensor.Shape{1}, []string{"hello"})
+			if err != nil {
+				return err
+			}
+			r.SetOutput(out)
+			r.SetParameter("finish_reason", "length")
+			r.SetParameter("tokens", int64(1))
+		}
+		return nil
+	})
+
+	r := &backend.Request{ID: "a"}
+	if err := generate.Execute(context.Background(), backend.NewBatch(false, r)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := r.ResponseParameters()
+	fmt.Println(p["finish_reason"], p["tokens"])
+	// Output: length 1
+}
