@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ type Backend struct {
 	shmLimit    int64
 	regionName  string
 	envs        envs // the packed execution environments its models unpacked
+
+	ignored    []string  // --backend-config keys it does not know, logged once (BackendConfig)
+	ignoredLog sync.Once // by the first Load
 }
 
 // Option configures a Backend.
@@ -94,7 +98,9 @@ func New(opts ...Option) *Backend {
 // shm-region-prefix-name, thread-pool-size and shm_message_queue_size
 // (both checked; this backend needs no thread pool or message queue), and
 // this backend's own interpreter (as WithInterpreter) and
-// shm-max-byte-size (the growth limit). An unknown key is an error.
+// shm-max-byte-size (the growth limit). A key it does not know is ignored,
+// as Triton's backend ignores it, and logged as a warning when the first
+// model loads.
 func BackendConfig(settings map[string]string) ([]Option, error) {
 	var opts []Option
 	size, growth, limit := int64(defaultShmSize), int64(defaultShmGrowth), int64(defaultShmLimit)
@@ -105,12 +111,12 @@ func BackendConfig(settings map[string]string) ([]Option, error) {
 		}
 		return n, nil
 	}
+	var ignored []string
 	for k, v := range settings {
 		var n int64
 		var err error
 		switch k {
-		case "interpreter", "shm-region-prefix-name", "default-max-batch-size", "backend-directory":
-		default:
+		case "shm-default-byte-size", "shm-growth-byte-size", "shm-max-byte-size", "stub-timeout-seconds", "thread-pool-size", "shm_message_queue_size":
 			if n, err = num(k, v); err != nil {
 				return nil, err
 			}
@@ -147,8 +153,12 @@ func BackendConfig(settings map[string]string) ([]Option, error) {
 			opts = append(opts, WithInterpreter(v))
 		case "default-max-batch-size", "backend-directory":
 		default:
-			return nil, fmt.Errorf("python backend: unknown setting %q", k)
+			ignored = append(ignored, k)
 		}
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		opts = append(opts, func(b *Backend) { b.ignored = ignored })
 	}
 	if limit < size {
 		return nil, fmt.Errorf("python backend: shm-max-byte-size %d is below shm-default-byte-size %d", limit, size)
@@ -331,6 +341,11 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 	if err != nil {
 		return nil, err
 	}
+	b.ignoredLog.Do(func() {
+		for _, k := range b.ignored {
+			m.log.Warn(fmt.Sprintf("--backend-config=python,%s is not a setting of the python backend; ignored, as Triton ignores it", k))
+		}
+	})
 	custom := filepath.Join(m.spec.Dir, "triton_python_backend_stub") // Triton's per-model stub
 	if _, err := os.Stat(custom); err == nil {
 		m.log.Warn("the model's own triton_python_backend_stub is not used: this backend's stub is a Python script, run by the model's interpreter (set EXECUTION_ENV_PATH for another Python)",

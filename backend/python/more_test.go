@@ -1,6 +1,7 @@
 package python_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestBackendConfig(t *testing.T) {
 		{map[string]string{"shm-region-prefix-name": ""}, "shm-region-prefix-name must at least contain one character."},
 		{map[string]string{"stub-timeout-seconds": "x"}, "not an integer"},
 		{map[string]string{"shm-max-byte-size": "1048575"}, "is below shm-default-byte-size"},
-		{map[string]string{"bogus": "1"}, `unknown setting "bogus"`},
+		{map[string]string{"bogus": "x"}, ""}, // ignored, as in Triton (logged: TestBackendConfigIgnored)
 	} {
 		_, err := python.BackendConfig(c.set)
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
@@ -161,5 +162,24 @@ func TestModelFileNotPython(t *testing.T) {
 	}
 	if code := triton.CodeOf(err); code != triton.InvalidArgument {
 		t.Errorf("code %v, want InvalidArgument", code)
+	}
+}
+
+// TestBackendConfigIgnored: a --backend-config=python key the backend does
+// not know is ignored, as Triton's backend ignores it, and logged once when
+// the first model loads.
+func TestBackendConfigIgnored(t *testing.T) {
+	opts, err := python.BackendConfig(map[string]string{"bogus": "x", "stub-timeout-seconds": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	srv := newRepo(t).copy("add_sub").model("second", `backend: "python"`, "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n").
+		Serve(triton.WithBackend(python.Name, python.New(opts...)), triton.WithLogger(zap.New(core)))
+	if !srv.ModelReady(context.Background(), "add_sub", 0) {
+		t.Fatal("add_sub not ready")
+	}
+	if got := logs.FilterMessageSnippet("--backend-config=python,bogus is not a setting of the python backend").Len(); got != 1 {
+		t.Errorf("%d warnings about bogus, want 1 (of two models loaded)", got)
 	}
 }
