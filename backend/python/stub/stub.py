@@ -331,8 +331,14 @@ class Tensor:
 
     def __dlpack__(self, stream=None):
         if self._dtype == "BF16":
-            raise TritonModelException("DLPack export of BF16 tensors is not supported by this backend.")
-        return self.as_numpy().__dlpack__()
+            # numpy has no bfloat16: export the bits as uint16, then name
+            # them bfloat16 in the capsule before anyone consumes it.
+            if self._array is None:
+                self._array = np.ndarray(self._shape, np.uint16, self._raw)
+            capsule = _exportable(self._array).__dlpack__()
+            _dl_set_dtype(capsule, _DL_BFLOAT)
+            return capsule
+        return _exportable(self.as_numpy()).__dlpack__()
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU
@@ -343,16 +349,24 @@ class Tensor:
             raise TritonModelException(
                 "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
                 "`__dlpack__` and `__dlpack_device__` attributes")
-        if type(obj).__name__ == "PyCapsule":
-            obj = _Capsule(obj)
         try:
-            array = np.from_dlpack(obj)
+            if type(obj).__name__ == "PyCapsule":
+                capsule = obj
+            else:
+                if obj.__dlpack_device__()[0] != 1:  # kDLCPU
+                    raise BufferError("Unsupported device in DLTensor.")
+                capsule = obj.__dlpack__()
+            # numpy has no bfloat16: take the bits as uint16.
+            bf16 = _dl_dtype(capsule) == (_DL_BFLOAT, 16, 1)
+            if bf16:
+                _dl_set_dtype(capsule, _DL_UINT)
+            array = np.from_dlpack(_Capsule(capsule))
         except BufferError as e:
             raise TritonModelException(str(e))
         if not array.flags.c_contiguous:
             raise TritonModelException(
                 "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported.")
-        return Tensor(name, array)
+        return Tensor(name, array, "BF16") if bf16 else Tensor(name, array)
 
     def __repr__(self):
         return "Tensor(%r, %s, %s)" % (self._name, self._dtype, self._shape)
@@ -360,6 +374,36 @@ class Tensor:
 
 _new_tensor = object.__new__
 _EMPTY = memoryview(b"")
+
+
+def _exportable(a):
+    """a, or a copy of it when it is read-only (an array the model made from
+    another DLPack tensor, which numpy marks so): numpy exports only
+    writable arrays through DLPack."""
+    return a if a.flags.writeable else a.copy()
+
+
+_DL_UINT, _DL_BFLOAT = 1, 4  # DLDataTypeCode kDLUInt, kDLBfloat
+_DL_DTYPE_OFFSET = 20  # DLTensor: data (8 bytes), device (8), ndim (4), then dtype {code u8, bits u8, lanes u16}
+
+
+def _dl_dtype_address(capsule):
+    """The address of the dtype of the tensor in an unconsumed DLPack
+    capsule ("dltensor")."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get(capsule, b"dltensor") + _DL_DTYPE_OFFSET  # raises ValueError for a consumed capsule
+
+
+def _dl_dtype(capsule):
+    """(code, bits, lanes) of the tensor of an unconsumed DLPack capsule."""
+    return struct.unpack("<BBH", ctypes.string_at(_dl_dtype_address(capsule), 4))
+
+
+def _dl_set_dtype(capsule, code):
+    """Changes the type code of the tensor of an unconsumed DLPack capsule
+    (its bits and lanes stay): bfloat16 and uint16 name the same bits."""
+    ctypes.c_uint8.from_address(_dl_dtype_address(capsule)).value = code
 
 
 class _Capsule:

@@ -201,6 +201,30 @@ class FailedExecuteTest(unittest.TestCase):
         self.assertNotIn((1, 0), stub._senders.open)
 
 
+class DLPackTest(unittest.TestCase):
+    """DLPack both ways: BF16, which numpy has no type for, travels as its
+    bits under kDLBfloat, and a tensor made from DLPack goes out again."""
+
+    def setUp(self):
+        stub._numpy_names()
+
+    def test_bf16_is_exported_as_bfloat16(self):
+        bits = np.array([0x3FC0, 0xC000], np.uint16)  # 1.5, -2
+        t = stub.Tensor._from_wire("X", "BF16", [2], memoryview(bytearray(bits.tobytes())))
+        capsule = t.to_dlpack()
+        self.assertEqual(stub._dl_dtype(capsule), (stub._DL_BFLOAT, 16, 1))
+        back = pb_utils.Tensor.from_dlpack("Y", capsule)  # a bfloat16 capsule comes in as BF16
+        self.assertEqual(back.triton_dtype(), 14)  # TYPE_BF16
+        self.assertEqual(back._array.tolist(), bits.tolist())
+
+    def test_round_trip(self):
+        # numpy marks an array made from DLPack read-only, and exports only
+        # writable ones: the tensor goes out again all the same.
+        t = pb_utils.Tensor.from_dlpack("X", np.arange(3, dtype=np.float32))
+        self.assertEqual(np.from_dlpack(t).tolist(), [0, 1, 2])
+        self.assertEqual(np.from_dlpack(stub._Capsule(t.to_dlpack())).tolist(), [0, 1, 2])
+
+
 class ModelLoadingTest(unittest.TestCase):
     """The model loading API's checks in the stub: version strings read as
     Triton reads them, and the phases where the API is refused (before
