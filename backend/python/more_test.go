@@ -2,6 +2,7 @@ package python_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -181,5 +182,16 @@ func TestBackendConfigIgnored(t *testing.T) {
 	}
 	if got := logs.FilterMessageSnippet("--backend-config=python,bogus is not a setting of the python backend").Len(); got != 1 {
 		t.Errorf("%d warnings about bogus, want 1 (of two models loaded)", got)
+	}
+}
+
+// TestNoExecute: a model without execute loads, and each request fails
+// with Triton's text naming the model file.
+func TestNoExecute(t *testing.T) {
+	r := newRepo(t).model("noexec", blsConfig, "class TritonPythonModel:\n    pass\n")
+	srv := r.Serve()
+	_, err := infer(t, srv, "noexec", must(tensor.From("A", tensor.Shape{4}, []float32{1, 2, 3, 4})))
+	if want := "Python model " + filepath.Join(r.Dir, "noexec", "1", "model.py") + " does not implement `execute` method."; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }

@@ -235,7 +235,7 @@ def _numpy_names():
             _NUMPY_NAME[np.dtype(dt)] = name
 
 
-_state = {"in_execute": False, "finalizing": False, "auto_complete": False, "instance": "", "model": ""}
+_state = {"in_execute": False, "finalizing": False, "auto_complete": False, "instance": "", "model": "", "path": ""}
 _batch = contextvars.ContextVar("triton_batch", default=None)  # the batch a BLS call belongs to
 
 
@@ -780,7 +780,7 @@ class InferenceRequest:
         return json.dumps(self._parameters)
 
     def requested_output_names(self):
-        return list(self._outputs)
+        return set(self._outputs)  # a set, as Triton's (a std::set)
 
     def trace(self):
         if self._trace is None:
@@ -1253,7 +1253,7 @@ def _error_text(e):
 
 
 def _import_model(msg):
-    path = msg["path"]
+    path = _state["path"] = msg["path"]
     if not path.endswith(".py"):
         raise TritonModelException('Model name must end with \'.py\'. Model name is "%s".' % os.path.basename(path))
     if not os.path.isfile(path):
@@ -1362,7 +1362,7 @@ def _execute(msg):
         requests = _requests(batch, wire)
         token = _batch.set(batch)
         if _state.get("no_execute"):
-            raise TritonModelException("Python model %s does not implement `execute` method." % _state["model"])
+            raise TritonModelException("Python model %s does not implement `execute` method." % _state["path"])
         result = _model.execute(requests)
         if type(result) is not list and asyncio.iscoroutine(result):
             if _decoupled:
