@@ -441,6 +441,25 @@ func (in *instance) message(p *proc, m *stubMsg) {
 	}
 }
 
+// openRequest returns, with its mu held, the batch of the request a
+// stub's message names (batch, req), when the batch is p's and still
+// running and that request is not complete yet; else nil.
+func (in *instance) openRequest(p *proc, m *stubMsg) *run {
+	if m.Batch == nil {
+		return nil
+	}
+	r := in.batch(p, *m.Batch)
+	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
+		return nil
+	}
+	r.mu.Lock()
+	if r.complete[m.Req] {
+		r.mu.Unlock()
+		return nil
+	}
+	return r
+}
+
 // batch returns the batch id names, if it is p's and still running.
 func (in *instance) batch(p *proc, id uint64) *run {
 	in.mu.Lock()
@@ -494,18 +513,18 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 
 // send handles a response from a response sender.
 func (in *instance) send(p *proc, m *stubMsg) {
-	if m.Batch == nil {
+	r := in.openRequest(p, m)
+	if r == nil {
+		// Its request has ended (a deadline, a failed execute): nobody
+		// takes the response, and its block goes back to the stub.
+		if m.Response != nil {
+			if off, ok := upBlock(m.Response.Outputs); ok {
+				p.up.release(off)
+			}
+		}
 		return
 	}
-	r := in.batch(p, *m.Batch)
-	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
-		return
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.complete[m.Req] {
-		return
-	}
 	if r.decoupled {
 		resp := backend.Response{Final: m.Final}
 		if m.Response != nil {
@@ -527,18 +546,11 @@ func (in *instance) send(p *proc, m *stubMsg) {
 // a final response: nothing in the stub can answer it any more (Triton's
 // client would wait for ever).
 func (in *instance) dropped(p *proc, m *stubMsg) {
-	if m.Batch == nil {
+	r := in.openRequest(p, m)
+	if r == nil {
 		return
 	}
-	r := in.batch(p, *m.Batch)
-	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
-		return
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.complete[m.Req] {
-		return
-	}
 	err := fmt.Errorf("model '%s' returned from execute without a response for %s, then released the request and its response sender "+
 		"without sending the final response (TRITONSERVER_RESPONSE_COMPLETE_FINAL): nothing can answer it", in.m.spec.Name, requestName(r.reqs[m.Req]))
 	in.log.Error("a request was dropped unanswered", zap.String("request", r.reqs[m.Req].ID))

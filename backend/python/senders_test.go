@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -81,6 +82,23 @@ output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, unansweredModel).S
 	}
 }
 
+// stream sends IN = x to a decoupled model and returns the OUT values of
+// its responses and the error that ended the stream (nil: none).
+func stream(t *testing.T, srv *triton.Server, model string, x float32) (got []float32, last error) {
+	t.Helper()
+	in := must(tensor.From("IN", tensor.Shape{1}, []float32{x}))
+	for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: model, Inputs: []tensor.Tensor{in}}) {
+		if err != nil {
+			last = err
+			continue
+		}
+		if len(resp.Outputs) > 0 {
+			got = append(got, floats(t, resp, "OUT")...)
+		}
+	}
+	return got, last
+}
+
 // TestDecoupledDroppedSender: a decoupled model that sends one response
 // and drops its sender without the final flag ends the stream with the
 // dropped request's error after that response (before, the stream never
@@ -100,18 +118,7 @@ class TritonPythonModel:
             r.get_response_sender().send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
         return None
 `).Serve()
-	in := must(tensor.From("IN", tensor.Shape{1}, []float32{7}))
-	var got []float32
-	var last error
-	for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "dropper", Inputs: []tensor.Tensor{in}}) {
-		if err != nil {
-			last = err
-			continue
-		}
-		if len(resp.Outputs) > 0 {
-			got = append(got, floats(t, resp, "OUT")...)
-		}
-	}
+	got, last := stream(t, srv, "dropper", 7)
 	if len(got) != 1 || got[0] != 7 {
 		t.Errorf("responses %v, want [7]", got)
 	}
@@ -141,18 +148,56 @@ class TritonPythonModel:
         raise ValueError("after three")
 `).Serve()
 	for range 20 {
-		in := must(tensor.From("IN", tensor.Shape{1}, []float32{0}))
-		var got []float32
-		var last error
-		for resp, err := range srv.InferStream(context.Background(), &triton.InferRequest{Model: "sends_then_raises", Inputs: []tensor.Tensor{in}}) {
-			if err != nil {
-				last = err
-				continue
-			}
-			got = append(got, floats(t, resp, "OUT")...)
-		}
+		got, last := stream(t, srv, "sends_then_raises", 0)
 		if !slices.Equal(got, []float32{0, 1, 2}) || last == nil || !strings.Contains(last.Error(), "after three") {
 			t.Fatalf("responses %v, then %v; want [0 1 2], then the error", got, last)
+		}
+	}
+}
+
+// TestLateResponsesGiveTheirMemoryBack: a response a model sends after its
+// request has ended (here, past the client's deadline) is not delivered,
+// and its block of the stub's shared memory goes back: 8 MiB late
+// responses, 6 of them, through a stub whose region may grow to 20 MiB.
+func TestLateResponsesGiveTheirMemoryBack(t *testing.T) {
+	srv := newRepo(t).model("late", `backend: "python"
+input [ { name: "MODE" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_UINT8 dims: [ -1 ] } ]`, `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.kept = []
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            if int(pb_utils.get_input_tensor_by_name(r, "MODE").as_numpy()[0]) == 0:
+                self.kept.append(r)  # answered late, by the next request
+                out.append(None)
+                continue
+            for k in self.kept:
+                k.get_response_sender().send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.zeros(8 << 20, np.uint8))]),
+                                             flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            self.kept = []
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.ones(1, np.uint8))]))
+        return out
+`).Serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 20<<20))))
+	run := func(ctx context.Context, mode int32) error {
+		_, err := srv.Infer(ctx, &triton.InferRequest{Model: "late", Inputs: []tensor.Tensor{must(tensor.From("MODE", tensor.Shape{1}, []int32{mode}))}})
+		return err
+	}
+	for i := range 6 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		err := run(ctx, 0)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: kept request: %v, want its deadline", i, err)
+		}
+		if err := run(context.Background(), 1); err != nil {
+			t.Fatalf("round %d: the request that answers the late one: %v", i, err)
 		}
 	}
 }
