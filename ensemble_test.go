@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -549,4 +550,88 @@ func testBLS(t *testing.T) {
 	if !released.Load() {
 		t.Fatal("the called model did not see the deadline")
 	}
+}
+
+// seqStepsRepo is an ensemble of two steps: "marker" (IN → T) and
+// "seqecho" (T → OUT, its request's sequence ID, start and end flags).
+func seqStepsRepo() map[string]string {
+	return map[string]string{
+		"marker/config.pbtxt": oneInput("marker", 1, ""), "marker/1/model.txt": "",
+		"seqecho/config.pbtxt": `backend: "seqecho"
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 3 ] } ]`, "seqecho/1/model.txt": "",
+		"seq/config.pbtxt": `platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 3 ] } ]
+ensemble_scheduling { step [
+  { model_name: "marker" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "T" } },
+  { model_name: "seqecho" model_version: -1 input_map { key: "INPUT0" value: "T" } output_map { key: "OUTPUT0" value: "OUT" } }
+] }`, "seq/1/.keep": "",
+	}
+}
+
+// TestEnsembleSequenceParameters: as in Triton's ensemble scheduler, a
+// step's response parameters sequence_id, sequence_start and sequence_end
+// set the sequence fields of the steps that read its outputs, and the
+// ensemble's response carries its outputs' as parameters; a value of
+// another type fails the request with Triton's text.
+func TestEnsembleSequenceParameters(t *testing.T) {
+	var marks map[string]any
+	marker := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			for k, v := range marks {
+				r.SetParameter(k, v)
+			}
+		}
+		return mirror(ctx, b)
+	})
+	seqecho := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			t, err := tensor.From("OUTPUT0", tensor.Shape{3}, []int32{int32(r.SequenceID), int32(btoi(r.SequenceStart)), int32(btoi(r.SequenceEnd))})
+			if err != nil {
+				return err
+			}
+			r.SetOutput(t)
+		}
+		return nil
+	})
+	srv := newServer(t, seqStepsRepo(), triton.WithBackend("marker", marker), triton.WithBackend("seqecho", seqecho))
+	for _, c := range []struct {
+		name   string
+		marks  map[string]any
+		seen   []int32
+		params map[string]any
+	}{
+		{"none", nil, []int32{0, 0, 0}, map[string]any{"sequence_id": int64(0), "sequence_start": false, "sequence_end": false}},
+		{"set", map[string]any{"sequence_id": int64(42), "sequence_start": true}, []int32{42, 1, 0},
+			map[string]any{"sequence_id": int64(42), "sequence_start": true, "sequence_end": false}},
+		{"end only", map[string]any{"sequence_end": true}, []int32{0, 0, 1}, map[string]any{"sequence_id": int64(0), "sequence_start": false, "sequence_end": true}},
+	} {
+		marks = c.marks
+		resp, err := srv.Infer(context.Background(), seqEnsembleRequest(t))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := outputInt32(t, resp, "OUT"); !slices.Equal(got, c.seen) {
+			t.Errorf("%s: seqecho saw %v, want %v", c.name, got, c.seen)
+		}
+		if !maps.Equal(resp.Parameters, c.params) {
+			t.Errorf("%s: ensemble response parameters %v, want %v", c.name, resp.Parameters, c.params)
+		}
+	}
+	marks = map[string]any{"sequence_start": "yes"}
+	_, err := srv.Infer(context.Background(), seqEnsembleRequest(t))
+	wantError(t, err, triton.InvalidArgument, "in ensemble 'seq', step 0 (model 'marker')", "expect parameter 'sequence_start' to be TRITONSERVER_PARAMETER_BOOL")
+}
+
+// seqEnsembleRequest is a request of the seq ensemble.
+func seqEnsembleRequest(t *testing.T) *triton.InferRequest {
+	return &triton.InferRequest{Model: "seq", ID: "r", Inputs: []tensor.Tensor{int32s(t, "IN", tensor.Shape{1}, 5)}}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/triton-go/triton/backend"
@@ -37,6 +38,11 @@ import (
 // fields, priority and timeout are passed to every step; a priority level
 // a composing model does not have, or a timeout its queue policy does not
 // take, is dropped for that step rather than failing it.
+//
+// As in Triton, a step's response parameters sequence_id, sequence_start
+// and sequence_end become the sequence fields of the steps that read its
+// outputs (a step that sets none passes its own on), and the ensemble's
+// response carries its outputs' as those three parameters.
 //
 // # Batch dimension
 //
@@ -88,7 +94,10 @@ func (Backend) Load(_ context.Context, spec *backend.ModelSpec) (backend.Model, 
 			}
 		}
 	}
-	m := &model{plan: p, caller: spec.Caller}
+	m := &model{plan: p, caller: spec.Caller, log: spec.Logger}
+	if m.log == nil {
+		m.log = zap.NewNop()
+	}
 	if n := spec.Config.GetEnsembleScheduling().GetMaxInflightRequests(); n > 0 {
 		m.inflight = make([]*semaphore.Weighted, len(p.steps))
 		for i := range m.inflight {
@@ -105,6 +114,7 @@ type model struct {
 	plan     *Plan
 	caller   backend.Caller
 	inflight []*semaphore.Weighted // per step; nil: no limit
+	log      *zap.Logger
 }
 
 var (
@@ -148,8 +158,69 @@ func (m *model) Ready(ctx context.Context) error {
 // outcome is a finished step.
 type outcome struct {
 	step int
+	seq  sequence // its request's sequence fields
 	resp *backend.InferResponse
 	err  error
+}
+
+// sequence is the correlation ID and start and end flags an ensemble
+// tensor carries, as Triton's ensemble scheduler keeps them: a step's
+// outputs carry its request's, or those its response's parameters
+// sequence_id, sequence_start and sequence_end set; a step's request takes
+// those of the tensors it reads (the ensemble request's for its inputs).
+type sequence struct {
+	set        bool // a step produced the tensor (an ensemble input carries none)
+	id         uint64
+	idStr      string
+	start, end bool
+}
+
+// requestSequence is req's sequence fields.
+func requestSequence(req *backend.InferRequest) sequence {
+	return sequence{set: true, id: req.SequenceID, idStr: req.SequenceIDString, start: req.SequenceStart, end: req.SequenceEnd}
+}
+
+// responseSequence is what the outputs of a step whose request had seq
+// carry: seq, or, when the response sets any of sequence_id,
+// sequence_start and sequence_end, seq's ID with those (the flags it does
+// not set are false), as Triton's. A value of another type is Triton's
+// INVALID_ARG error.
+func responseSequence(seq sequence, p map[string]any) (sequence, error) {
+	id, hasID := p["sequence_id"]
+	start, hasStart := p["sequence_start"]
+	end, hasEnd := p["sequence_end"]
+	if !hasID && !hasStart && !hasEnd {
+		return seq, nil
+	}
+	out := sequence{set: true, id: seq.id, idStr: seq.idStr}
+	if hasID {
+		switch v := id.(type) {
+		case int64:
+			out.id, out.idStr = uint64(v), ""
+		case uint64:
+			out.id, out.idStr = v, ""
+		case string:
+			out.id, out.idStr = 0, v
+		default:
+			return sequence{}, fmt.Errorf("expected parameter 'sequence_id' to be TRITONSERVER_PARAMETER_INT or TRITONSERVER_PARAMETER_STRING: %w", backend.ErrInvalidInput)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+		has  bool
+		to   *bool
+	}{{"sequence_start", start, hasStart, &out.start}, {"sequence_end", end, hasEnd, &out.end}} {
+		if !f.has {
+			continue
+		}
+		b, ok := f.v.(bool)
+		if !ok {
+			return sequence{}, fmt.Errorf("expect parameter '%s' to be TRITONSERVER_PARAMETER_BOOL: %w", f.name, backend.ErrInvalidInput)
+		}
+		*f.to = b
+	}
+	return out, nil
 }
 
 // run executes one request: the coordinator loop described on [Backend].
@@ -168,6 +239,7 @@ func (m *model) run(ctx context.Context, r *backend.Request) error {
 	e := &execution{m: m, r: r, n: n,
 		vals:    make([]tensor.Tensor, len(p.tensors)),
 		have:    make([]bool, len(p.tensors)),
+		seqs:    make([]sequence, len(p.tensors)),
 		waiting: make([]int, len(p.steps)),
 	}
 	for _, id := range p.inputs {
@@ -194,7 +266,8 @@ type execution struct {
 	n       need
 	vals    []tensor.Tensor // ensemble tensors by id
 	have    []bool
-	waiting []int // unfinished producers per step
+	seqs    []sequence // the sequence fields each tensor carries
+	waiting []int      // unfinished producers per step
 	ready   []int
 	failed  error
 }
@@ -203,7 +276,8 @@ type execution struct {
 // per response of it.
 func (e *execution) fork() *execution {
 	f := *e
-	f.vals, f.have, f.waiting, f.ready = slices.Clone(e.vals), slices.Clone(e.have), slices.Clone(e.waiting), slices.Clone(e.ready)
+	f.vals, f.have, f.seqs = slices.Clone(e.vals), slices.Clone(e.have), slices.Clone(e.seqs)
+	f.waiting, f.ready = slices.Clone(e.waiting), slices.Clone(e.ready)
 	return &f
 }
 
@@ -215,7 +289,7 @@ func (e *execution) finish(o outcome, cancel context.CancelFunc) {
 	}
 	p := e.m.plan
 	if o.err == nil {
-		o.err = e.m.keep(o, e.n, e.vals, e.have)
+		o.err = e.m.keep(o, e.n, e.vals, e.have, e.seqs)
 	}
 	if o.err != nil {
 		st := &p.steps[o.step]
@@ -253,7 +327,7 @@ func (e *execution) drive(ctx context.Context) error {
 					// other step has run or comes after it.
 					return e.stream(ctx, i)
 				}
-				e.finish(e.m.call(ctx, i, e.m.request(e.r, i, e.n, e.vals, e.have)), cancel)
+				e.finish(e.m.call(ctx, i, e.m.request(e.r, i, e.n, e.vals, e.have, e.seqs)), cancel)
 				continue
 			}
 			if results == nil {
@@ -264,7 +338,7 @@ func (e *execution) drive(ctx context.Context) error {
 				cancel = stop
 			}
 			for _, i := range e.ready {
-				req := e.m.request(e.r, i, e.n, e.vals, e.have)
+				req := e.m.request(e.r, i, e.n, e.vals, e.have, e.seqs)
 				running++
 				go func() { results <- e.m.call(ctx, i, req) }()
 			}
@@ -294,9 +368,10 @@ func (e *execution) stream(ctx context.Context, i int) error {
 		}
 		defer e.m.inflight[i].Release(1)
 	}
-	for resp, err := range e.m.caller.InferStream(ctx, e.m.request(e.r, i, e.n, e.vals, e.have)) {
+	req := e.m.request(e.r, i, e.n, e.vals, e.have, e.seqs)
+	for resp, err := range e.m.caller.InferStream(ctx, req) {
 		f := e.fork()
-		f.finish(outcome{step: i, resp: resp, err: err}, func() {})
+		f.finish(outcome{step: i, seq: requestSequence(req), resp: resp, err: err}, func() {})
 		if f.failed != nil {
 			return f.failed
 		}
@@ -309,11 +384,20 @@ func (e *execution) stream(ctx context.Context, i int) error {
 
 // answer hands the request its outputs: as a response of its own for a
 // decoupled ensemble, as the request's outputs otherwise.
+//
+// As Triton's, the answer carries the sequence fields of its outputs (of
+// the first that a step produced) as the response parameters sequence_id
+// (a string when the request's correlation ID is one), sequence_start and
+// sequence_end.
 func (e *execution) answer(ctx context.Context) error {
 	p := e.m.plan
 	var outs []tensor.Tensor
+	var seq sequence
 	for _, id := range p.outputs {
 		if name := p.tensors[id]; e.r.Wants(name) && e.have[id] {
+			if !seq.set {
+				seq = e.seqs[id]
+			}
 			if e.r.Sender() == nil {
 				e.r.SetOutput(e.vals[id])
 			} else {
@@ -321,15 +405,28 @@ func (e *execution) answer(ctx context.Context) error {
 			}
 		}
 	}
+	var params map[string]any
+	if seq.set {
+		var id any = int64(seq.id)
+		if e.r.SequenceIDString != "" {
+			id = seq.idStr
+		}
+		params = map[string]any{"sequence_id": id, "sequence_start": seq.start, "sequence_end": seq.end}
+	}
 	if s := e.r.Sender(); s != nil {
-		return s.Send(ctx, backend.Response{Outputs: outs})
+		return s.Send(ctx, backend.Response{Outputs: outs, Parameters: params})
+	}
+	for k, v := range params {
+		e.r.SetParameter(k, v)
 	}
 	return nil
 }
 
 // request builds the composing request of step i. It runs on the
-// coordinator, which owns vals.
-func (m *model) request(r *backend.Request, i int, n need, vals []tensor.Tensor, have []bool) *backend.InferRequest {
+// coordinator, which owns vals. Its sequence fields are those of the
+// tensors it reads (the first, when they differ: logged, as Triton does),
+// else the ensemble request's.
+func (m *model) request(r *backend.Request, i int, n need, vals []tensor.Tensor, have []bool, seqs []sequence) *backend.InferRequest {
 	st := &m.plan.steps[i]
 	req := &backend.InferRequest{
 		Model:            st.model,
@@ -343,12 +440,24 @@ func (m *model) request(r *backend.Request, i int, n need, vals []tensor.Tensor,
 		SequenceEnd:      r.SequenceEnd,
 	}
 	req.Priority, req.Timeout = st.scheduling(r.Priority, r.Timeout)
+	var seq sequence
 	for _, b := range st.reads {
 		if have[b.tensor] { // an absent optional ensemble input stays absent
 			t := vals[b.tensor]
 			t.Name = b.name
 			req.Inputs = append(req.Inputs, t)
 		}
+		switch s := seqs[b.tensor]; {
+		case !s.set:
+		case !seq.set:
+			seq = s
+		case s != seq:
+			m.log.Error(fmt.Sprintf("in ensemble '%s', the tensors step %d (model '%s') reads carry different sequence fields; those of the first are used",
+				m.plan.name, i, st.model), zap.String("request", r.ID))
+		}
+	}
+	if seq.set {
+		req.SequenceID, req.SequenceIDString, req.SequenceStart, req.SequenceEnd = seq.id, seq.idStr, seq.start, seq.end
 	}
 	req.Outputs = st.outputs
 	if !all(n.tensors, st.writes) {
@@ -372,16 +481,21 @@ func all(needed []bool, writes []binding) bool {
 func (m *model) call(ctx context.Context, i int, req *backend.InferRequest) outcome {
 	if m.inflight != nil {
 		if err := m.inflight[i].Acquire(ctx, 1); err != nil {
-			return outcome{step: i, err: fmt.Errorf("waiting for an inflight slot (max_inflight_requests): %w", err)}
+			return outcome{step: i, seq: requestSequence(req), err: fmt.Errorf("waiting for an inflight slot (max_inflight_requests): %w", err)}
 		}
 		defer m.inflight[i].Release(1)
 	}
 	resp, err := m.caller.Infer(ctx, req)
-	return outcome{step: i, resp: resp, err: err}
+	return outcome{step: i, seq: requestSequence(req), resp: resp, err: err}
 }
 
-// keep stores the outputs of a finished step as ensemble tensors.
-func (m *model) keep(o outcome, n need, vals []tensor.Tensor, have []bool) error {
+// keep stores the outputs of a finished step as ensemble tensors, with the
+// sequence fields they carry.
+func (m *model) keep(o outcome, n need, vals []tensor.Tensor, have []bool, seqs []sequence) error {
+	seq, err := responseSequence(o.seq, o.resp.Parameters)
+	if err != nil {
+		return err
+	}
 	for _, w := range m.plan.steps[o.step].writes {
 		if !n.tensors[w.tensor] {
 			continue
@@ -391,7 +505,7 @@ func (m *model) keep(o outcome, n need, vals []tensor.Tensor, have []bool) error
 			return fmt.Errorf("the response has no output '%s'", w.name)
 		}
 		t.Name = m.plan.tensors[w.tensor]
-		vals[w.tensor], have[w.tensor] = t, true
+		vals[w.tensor], have[w.tensor], seqs[w.tensor] = t, true, seq
 	}
 	return nil
 }
