@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -41,6 +42,46 @@ func TestAutoComplete(t *testing.T) {
 	}
 	if got := floats(t, resp, "Y"); !equal(got, []float32{3, -4}) {
 		t.Fatalf("Y %v", got)
+	}
+}
+
+// TestAutoCompleteInherited: an auto_complete_config that TritonPythonModel
+// inherits from a class of another module runs too (model.py does not name
+// it).
+func TestAutoCompleteInherited(t *testing.T) {
+	r := newRepo(t).model("auto", `backend: "python"`, `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from common_model import Declared
+
+
+class TritonPythonModel(Declared):
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]) for r in requests]
+`)
+	r.write("auto/1/common_model.py", strings.Replace(autoModel, "class TritonPythonModel:", "class Declared:", 1))
+	cfg, err := r.Serve().ModelConfig("auto", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GetMaxBatchSize() != 4 || len(cfg.GetInput()) != 1 || cfg.GetInput()[0].GetName() != "X" {
+		t.Fatalf("config %v, want auto_complete_config's", cfg)
+	}
+}
+
+func TestMayAutoComplete(t *testing.T) {
+	for src, want := range map[string]bool{
+		"class TritonPythonModel:\n    def auto_complete_config(c): pass\n": true,
+		"class TritonPythonModel:\n    pass\n":                              false,
+		"class TritonPythonModel(object):\n    pass\n":                      false,
+		"class TritonPythonModel(Base):\n    pass\n":                        true,
+		"class TritonPythonModel (base.Model, Mixin):\n    pass\n":          true,
+		"from shared import TritonPythonModel\n":                            true,
+		"TritonPythonModel = make_model()\n":                                true,
+	} {
+		if got := python.MayAutoComplete([]byte(src)); got != want {
+			t.Errorf("%q: %v, want %v", src, got, want)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,6 +283,26 @@ func (m *model) args(instance string, kind modelconfig.ModelInstanceGroup_Kind) 
 	}, nil
 }
 
+// fromElsewhere matches a model.py whose TritonPythonModel may get its
+// methods from another module: a class with base classes, or the name
+// imported or assigned.
+var fromElsewhere = regexp.MustCompile(`(?m)^\s*class\s+TritonPythonModel\s*\(\s*([^)\s]+)|\bimport\b[^\n]*\bTritonPythonModel\b|^\s*TritonPythonModel\s*=`)
+
+// mayAutoComplete reports whether model.py may have an auto_complete_config:
+// it names it, or its TritonPythonModel may inherit one (fromElsewhere; a
+// base class of just object does not count).
+func mayAutoComplete(src []byte) bool {
+	if bytes.Contains(src, []byte("auto_complete_config")) {
+		return true
+	}
+	for _, m := range fromElsewhere.FindAllSubmatch(src, -1) {
+		if string(m[1]) != "object" {
+			return true
+		}
+	}
+	return false
+}
+
 // CompleteConfig runs the model's auto_complete_config, when model.py has
 // one, in a stub of its own that ends right after (as Triton does).
 func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) error {
@@ -294,7 +315,7 @@ func (b *Backend) CompleteConfig(ctx context.Context, spec *backend.ModelSpec) e
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(src, []byte("auto_complete_config")) {
+	if !mayAutoComplete(src) {
 		return nil // no stub to start (nor environment to unpack) for a model that has none
 	}
 	if err := m.choosePython(ctx); err != nil {

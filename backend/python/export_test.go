@@ -10,3 +10,6 @@ func SetBLSWaitHook(f func()) { blsWaitHook = f }
 // (nil: none). Set it before the server starts and reset it after the
 // server is closed.
 func SetOutboxWaitHook(f func()) { outboxWaitHook = f }
+
+// MayAutoComplete is mayAutoComplete.
+var MayAutoComplete = mayAutoComplete
