@@ -297,7 +297,8 @@ func indexText(f feed) string {
 
 // inputConvention is Triton's GetNamingConvention for inputs: every name
 // is a forward argument, or every name is <name>__<index>, or strict
-// ordering, with Triton's warning.
+// ordering, with Triton's warning when the first name that is neither has
+// a "__" (one without falls back silently, as in Triton).
 func inputConvention(model string, names []string, args []argument) (convention, string) {
 	all := true
 	for _, n := range names {
@@ -312,17 +313,26 @@ func inputConvention(model string, names []string, args []argument) (convention,
 	}
 	for _, n := range names {
 		if _, ok := indexOf(n); !ok {
-			return strictOrdering, fmt.Sprintf("input '%s' or previous input(s) are neither an input argument to the model '%s' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.", n, model)
+			return strictOrdering, warnIfIndexed(n, fmt.Sprintf("input '%s' or previous input(s) are neither an input argument to the model '%s' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.", n, model))
 		}
 	}
 	return namedIndex, ""
+}
+
+// warnIfIndexed is warning when name has a "__" (its index is not a
+// number), else "": Triton warns only then.
+func warnIfIndexed(name, warning string) string {
+	if strings.Contains(name, "__") {
+		return warning
+	}
+	return ""
 }
 
 // outputConvention is Triton's GetNamingConvention for outputs.
 func outputConvention(model string, names []string) (convention, string) {
 	for _, n := range names {
 		if _, ok := indexOf(n); !ok {
-			return strictOrdering, fmt.Sprintf("output '%s' or previous output(s) of the model '%s' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.", n, model)
+			return strictOrdering, warnIfIndexed(n, fmt.Sprintf("output '%s' or previous output(s) of the model '%s' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.", n, model))
 		}
 	}
 	return namedIndex, ""

@@ -79,9 +79,17 @@ output [ { name: "sum" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "D__x" data_t
 		args:    tensors("a", "b"),
 		feeds:   map[string]int{"X__1": 0, "second": 1},
 		fetches: map[string]int{"sum": 0, "D__x": 1},
+		// Silent, as Triton: the first names off the convention have no "__".
+	}, {
+		name: "strict ordering, warned",
+		config: `name: "m" input [ { name: "X__1" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "Y__b" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "D__x" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "sum" data_type: TYPE_FP32 dims: [ 4 ] } ]`,
+		args:    tensors("a", "b"),
+		feeds:   map[string]int{"X__1": 0, "Y__b": 1},
+		fetches: map[string]int{"D__x": 0, "sum": 1},
 		warnings: []string{
-			"input 'second' or previous input(s) are neither an input argument to the model 'm' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
-			"output 'sum' or previous output(s) of the model 'm' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
+			"input 'Y__b' or previous input(s) are neither an input argument to the model 'm' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
+			"output 'D__x' or previous output(s) of the model 'm' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
 		},
 	}, {
 		name:    "dict input",

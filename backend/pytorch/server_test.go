@@ -62,9 +62,15 @@ func TestServeNamingConventions(t *testing.T) {
 		inputs:  `{ name: "first" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "second" data_type: TYPE_FP32 dims: [ 4 ] }`,
 		outputs: `{ name: "plus" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "minus" data_type: TYPE_FP32 dims: [ 4 ] }`,
 		in0:     "first", in1: "second", sum: "plus", diff: "minus",
+		// No warning, as Triton: the names have no "__".
+	}, {
+		name:    "strict_ordering_warned",
+		inputs:  `{ name: "first__a" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "second" data_type: TYPE_FP32 dims: [ 4 ] }`,
+		outputs: `{ name: "plus__p" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "minus" data_type: TYPE_FP32 dims: [ 4 ] }`,
+		in0:     "first__a", in1: "second", sum: "plus__p", diff: "minus",
 		warns: []string{
-			"input 'first' or previous input(s) are neither an input argument to the model 'strict_ordering' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
-			"output 'plus' or previous output(s) of the model 'strict_ordering' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
+			"input 'first__a' or previous input(s) are neither an input argument to the model 'strict_ordering_warned' nor do they follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
+			"output 'plus__p' or previous output(s) of the model 'strict_ordering_warned' do not follow the <name>__<index> naming convention. Falling back to enforcing strict ordering from model configuration.",
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
