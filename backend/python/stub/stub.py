@@ -265,7 +265,9 @@ class Tensor:
     __slots__ = ("_name", "_array", "_dtype", "_shape", "_raw", "__weakref__")
 
     def __init__(self, name, array, _dtype=None):
-        if not isinstance(name, str) or name == "":
+        if not isinstance(name, str):
+            raise TypeError("Tensor(): the name must be a str, not %s" % type(name).__name__)  # pybind's TypeError in Triton
+        if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         self._name = name
         self._raw = None

@@ -201,6 +201,16 @@ class FailedExecuteTest(unittest.TestCase):
         self.assertNotIn((1, 0), stub._senders.open)
 
 
+class TensorNameTest(unittest.TestCase):
+    def test_name(self):
+        stub._numpy_names()
+        with self.assertRaises(TypeError):  # as pybind's in Triton
+            pb_utils.Tensor(1, np.zeros(1))
+        with self.assertRaises(pb_utils.TritonModelException) as e:
+            pb_utils.Tensor("", np.zeros(1))
+        self.assertEqual(str(e.exception), "Tensor name cannot be an empty string.")
+
+
 class DLPackTest(unittest.TestCase):
     """DLPack both ways: BF16, which numpy has no type for, travels as its
     bits under kDLBfloat, and a tensor made from DLPack goes out again."""
