@@ -82,6 +82,12 @@ output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, unansweredModel).S
 	}
 }
 
+// decoupledConfig is a decoupled Python model's, FP32 IN [1] → OUT [1].
+const decoupledConfig = `backend: "python"
+model_transaction_policy { decoupled: true }
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`
+
 // stream sends IN = x to a decoupled model and returns the OUT values of
 // its responses and the error that ended the stream (nil: none).
 func stream(t *testing.T, srv *triton.Server, model string, x float32) (got []float32, last error) {
@@ -104,10 +110,7 @@ func stream(t *testing.T, srv *triton.Server, model string, x float32) (got []fl
 // dropped request's error after that response (before, the stream never
 // ended).
 func TestDecoupledDroppedSender(t *testing.T) {
-	srv := newRepo(t).model("dropper", `backend: "python"
-model_transaction_policy { decoupled: true }
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, `
+	srv := newRepo(t).model("dropper", decoupledConfig, `
 import triton_python_backend_utils as pb_utils
 
 
@@ -131,10 +134,7 @@ class TritonPythonModel:
 // before its execute raised reach the client first, in order, then the
 // error ends the stream (the sends are handled before the failed answer).
 func TestDecoupledSendsThenRaises(t *testing.T) {
-	srv := newRepo(t).model("sends_then_raises", `backend: "python"
-model_transaction_policy { decoupled: true }
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, `
+	srv := newRepo(t).model("sends_then_raises", decoupledConfig, `
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
