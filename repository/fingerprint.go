@@ -14,7 +14,8 @@ import (
 const contentLimit = 64 << 10
 
 // Fingerprint summarizes a model folder: every file's path, size and
-// modification time, and the contents of the small ones. Two equal
+// modification time, and the contents of the small ones (a link counts
+// with its target and what it points to; only regular files are read). Two equal
 // fingerprints taken some time apart mean the folder did not change in
 // between (as far as sizes, times and small contents tell); a folder that is
 // still being written shows a different fingerprint at every look, which is
@@ -39,6 +40,19 @@ func Fingerprint(md ModelDir) (uint64, error) {
 		num(int64(info.Mode()))
 		if d.IsDir() {
 			return nil
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			// A link: where it points, and what is there (a linked model
+			// file that changes changes the folder), read only as a file.
+			if target, err := fs.ReadLink(md.FS, p); err == nil {
+				h.Write([]byte(target))
+			}
+			if info, err = fs.Stat(md.FS, p); err != nil {
+				return nil // dangling: the link alone
+			}
+		}
+		if !info.Mode().IsRegular() {
+			return nil // a pipe, a device, a socket: never read (a pipe would block, /dev/zero never ends)
 		}
 		num(info.Size())
 		num(info.ModTime().UnixNano())

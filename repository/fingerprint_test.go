@@ -1,0 +1,55 @@
+package repository_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/triton-go/triton/repository"
+)
+
+// TestFingerprintSpecialFiles: a model folder with a pipe, a link to
+// /dev/zero and a link to a model file kept elsewhere is fingerprinted
+// without reading the pipe or the device (which would block, or never
+// end) or the linked file's megabytes, and a change of the linked file
+// changes the fingerprint.
+func TestFingerprintSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if err := os.MkdirAll(filepath.Join(m, "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	weights := filepath.Join(dir, "weights.bin") // outside the folder, linked in
+	for path, data := range map[string][]byte{filepath.Join(m, "config.pbtxt"): []byte(`backend: "x"`), weights: make([]byte, 8<<20)} {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(weights, filepath.Join(m, "1", "model.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(m, "1", "zero")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(m, "1", "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	md := repository.ModelDir{Name: "m", FS: os.DirFS(m), Dir: m}
+	first, err := repository.Fingerprint(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := repository.Fingerprint(md); err != nil || again != first {
+		t.Fatalf("fingerprint %x then %x (%v), want the same", first, again, err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(weights, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := repository.Fingerprint(md); err != nil || changed == first {
+		t.Errorf("fingerprint %x after the linked file changed (%v), want another than %x", changed, err, first)
+	}
+}
