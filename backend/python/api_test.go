@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	"golang.org/x/sys/unix"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -314,5 +317,56 @@ class TritonPythonModel:
 	}
 	if len(got) != 2 || got[0] != int64(0) || got[1] != int64(1) {
 		t.Errorf("stream: parameters i %v, want [0 1]", got)
+	}
+}
+
+// TestIsReadyShared: concurrent readiness checks share one call of the
+// model's is_ready (as Triton's do), so a flood of checks costs the stub
+// one thread: 20 checks join the call, which waits on a pipe the test
+// opens once all have joined, and is_ready runs once.
+func TestIsReadyShared(t *testing.T) {
+	joined := make(chan struct{}, 64)
+	python.SetReadyJoinHook(func() { joined <- struct{}{} })
+	defer python.SetReadyJoinHook(nil)
+	r := newRepo(t).model("m", blsConfig, `
+import os
+class TritonPythonModel:
+    def is_ready(self):
+        here = os.path.dirname(__file__)
+        with open(os.path.join(here, "calls"), "a") as f:
+            f.write("x")
+        with open(os.path.join(here, "gate")) as g:  # a pipe: waits for the test
+            g.read()
+        return True
+    def execute(self, requests):
+        return []
+`)
+	gate := filepath.Join(r.Dir, "m", "1", "gate")
+	if err := unix.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := r.Serve()
+	const checks = 20
+	results := make(chan bool, checks)
+	for range checks {
+		go func() { results <- srv.ModelReady(context.Background(), "m", 0) }()
+	}
+	for range checks {
+		<-joined
+	}
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0) // once is_ready has it open
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.WriteString("go")
+	_ = w.Close()
+	for range checks {
+		if !<-results {
+			t.Error("a check found the model not ready")
+		}
+	}
+	calls, err := os.ReadFile(filepath.Join(r.Dir, "m", "1", "calls"))
+	if err != nil || string(calls) != "x" {
+		t.Errorf("is_ready ran %q times (%v), want once for %d checks", calls, err, checks)
 	}
 }

@@ -13,3 +13,8 @@ func SetOutboxWaitHook(f func()) { outboxWaitHook = f }
 
 // MayAutoComplete is mayAutoComplete.
 var MayAutoComplete = mayAutoComplete
+
+// SetReadyJoinHook sets a function called each time a readiness check has
+// joined the shared is_ready call (nil: none). Set it before the server
+// starts and reset it after the server is closed.
+func SetReadyJoinHook(f func()) { readyJoinHook = f }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
@@ -32,7 +33,8 @@ type instance struct {
 
 	ctx    context.Context // until Close: sends to response senders, BLS calls, restarts
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // every goroutine the instance starts
+	ready  singleflight.Group // the is_ready call in flight, which concurrent checks share
+	wg     sync.WaitGroup     // every goroutine the instance starts
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -873,12 +875,35 @@ func (in *instance) Ready(ctx context.Context) error {
 	if !p.hasReady {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, userReadyTimeout)
+	// Concurrent checks share one call, as Triton's do: a flood of them
+	// costs the stub one is_ready thread, not one each.
+	ch := in.ready.DoChan("", func() (any, error) { return nil, in.askReady(p) })
+	if readyJoinHook != nil {
+		readyJoinHook()
+	}
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readyJoinHook, when set (by tests), is called each time a readiness
+// check has joined the shared is_ready call.
+var readyJoinHook func()
+
+// askReady calls the model's is_ready in stub p, for every check that
+// joined; it ends with the instance (Close) or after userReadyTimeout.
+func (in *instance) askReady(p *proc) error {
+	ctx, cancel := context.WithTimeout(in.ctx, userReadyTimeout)
 	defer cancel()
 	m, err := p.call(ctx, "ready")
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return tritonErrorf(codeUnavailable, "Timed out waiting for user-defined is_ready() response")
+	case err != nil && !p.alive():
+		return errors.New("Stub process is not healthy while waiting for user-defined is_ready() response")
 	case err != nil:
 		return err
 	case m.Error != nil:
