@@ -29,7 +29,7 @@ parameters { key: "greeting" value { string_value: "hello" } }
 
 // echoModel upper-cases TEXT and describes the request and its args in INFO.
 const echoModel = `
-import json, sys
+import json, os, sys
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -47,7 +47,8 @@ class TritonPythonModel:
                     "params": json.loads(r.parameters()), "outputs": sorted(r.requested_output_names()),
                     "args": {k: v for k, v in self.args.items() if k != "model_config"},
                     "config": json.loads(self.args["model_config"]), "types": [type(t).__name__ for t in text],
-                    "cancelled": r.is_cancelled(), "python": sys.executable}
+                    "cancelled": r.is_cancelled(), "python": sys.executable,
+                    "env": {k: os.environ.get(k) for k in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PYTHONHOME")}}
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper),
                 pb_utils.Tensor("INFO", np.array([json.dumps(info)], dtype=np.object_))]))
         return out
@@ -227,13 +228,19 @@ func TestExecutionEnv(t *testing.T) {
 		}
 	}
 	config := echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "` + filepath.Join(dir, "with") + `" } }`
+	t.Setenv("PYTHONHOME", "/nonexistent") // the server's: an environment's interpreter must not get it, as in Triton
 	srv := newRepo(t).model("echo", config, echoModel).Serve()
 	resp, err := infer(t, srv, "echo", must(tensor.FromStrings("TEXT", tensor.Shape{1}, []string{"x"})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if py := info(t, resp)["python"].(string); !strings.HasPrefix(py, filepath.Join(dir, "with")) {
+	got := info(t, resp)
+	if py := got["python"].(string); !strings.HasPrefix(py, filepath.Join(dir, "with")) {
 		t.Errorf("ran with %s, want the environment's python", py)
+	}
+	env := filepath.Join(dir, "with")
+	if want := map[string]any{"VIRTUAL_ENV": env, "VIRTUAL_ENV_PROMPT": "(" + env + ")", "PYTHONHOME": nil}; !maps.Equal(got["env"].(map[string]any), want) {
+		t.Errorf("the stub's environment %v, want %v (as Triton sets it)", got["env"], want)
 	}
 	config = echoConfig + `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "` + filepath.Join(dir, "without") + `" } }`
 	err = newRepo(t).model("echo", config, echoModel).Load()

@@ -59,6 +59,7 @@ func (b *Backend) interpreter(ctx context.Context, spec *backend.ModelSpec) (pyt
 			"PATH=" + filepath.Join(env, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 			"LD_LIBRARY_PATH=" + strings.TrimSuffix(filepath.Join(env, "lib")+string(os.PathListSeparator)+os.Getenv("LD_LIBRARY_PATH"), string(os.PathListSeparator)),
 			"VIRTUAL_ENV=" + env,
+			"VIRTUAL_ENV_PROMPT=(" + env + ")",
 		}, release, nil
 	}
 	if b.python != "" {

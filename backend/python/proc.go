@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,7 +116,13 @@ func startProc(l launch, h handler) (p *proc, err error) {
 
 	cmd := exec.Command(l.python, "-u", l.stubDir+"/stub.py")
 	cmd.ExtraFiles = []*os.File{cmdStub, replyStub, down.file, up.file, ansStub} // fds 3, 4, 5, 6, 7
-	cmd.Env = append(os.Environ(), l.env...)
+	cmd.Env = os.Environ()
+	if len(l.env) > 0 {
+		// An execution environment's interpreter: as Triton, without the
+		// server's PYTHONHOME, which would point it at another Python.
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONHOME=") })
+	}
+	cmd.Env = append(cmd.Env, l.env...)
 	out := &lineLogger{log: l.log.With(zap.String("instance", l.instance))}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: a kill reaches its children
