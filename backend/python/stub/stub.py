@@ -680,22 +680,13 @@ class InferenceResponseSender:
                 _senders.discard(self)
             events.send(msg)
 
-    def _rescheduled(self):
-        """Closes the sender of a request the model rescheduled."""
+    def _close(self, why):
+        """Closes the sender: of a request the model rescheduled, or whose
+        execute raised (the server has answered it with the error). A send
+        waiting for credits, and every later one, raises with why."""
         with self._lock:
             self._closed = True
-            if _decoupled and _send_window:
-                self._broken = "The request was rescheduled."
-                self._room.notify_all()
-        _senders.discard(self)
-
-    def _close(self):
-        """Closes the sender of a request whose execute raised (the server
-        has answered it with the error): a send waiting for credits, and
-        every later one, raises."""
-        with self._lock:
-            self._closed = True
-            self._broken = "Response sender has been closed."
+            self._broken = why
             if _decoupled and _send_window:
                 self._room.notify_all()
         _senders.discard(self)
@@ -1378,7 +1369,7 @@ def _execute(msg):
             resched = sorted(batch.resched)
             for i in resched:  # the next execution of the request has a sender of its own
                 if requests[i]._sender is not None:
-                    requests[i]._sender._rescheduled()
+                    requests[i]._sender._close("The request was rescheduled.")
     except Exception as e:
         fail, resched = _error_text(e), None
         # As Triton, the requests' senders close: the server answers every
@@ -1386,7 +1377,7 @@ def _execute(msg):
         batch.failed = True
         for q in requests or ():
             if q._sender is not None:
-                q._sender._close()
+                q._sender._close("Response sender has been closed.")
     finally:
         _state["in_execute"] = False
         if token is not None:
