@@ -132,9 +132,18 @@ func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, fou
 	if md.FS == nil {
 		return nil, false, fmt.Errorf("repository: read %s: model folder has no file system", p)
 	}
-	data, err := fs.ReadFile(md.FS, file)
+	// Only a regular file is read: a pipe would block the scan, a device
+	// could read without end.
+	fi, err := fs.Stat(md.FS, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &modelconfig.ModelConfig{Name: md.Name}, false, nil
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, true, fmt.Errorf("repository: read %s: %s, not a regular file", p, fileKind(fi.Mode()))
+	}
+	var data []byte
+	if err == nil {
+		data, err = fs.ReadFile(md.FS, file)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("repository: read %s: %w", p, err)
@@ -147,6 +156,21 @@ func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, fou
 		cfg.Name = md.Name
 	}
 	return cfg, true, nil
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a file of mode " + m.String()
 }
 
 // linePos matches the position prototext writes into its messages.

@@ -3,6 +3,7 @@ package repository_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,32 @@ func TestFingerprintSpecialFiles(t *testing.T) {
 	}
 	if changed, err := repository.Fingerprint(md); err != nil || changed == first {
 		t.Errorf("fingerprint %x after the linked file changed (%v), want another than %x", changed, err, first)
+	}
+}
+
+// TestConfigFileSpecial: a config.pbtxt that is a pipe or a link to a
+// device is refused, not read (a pipe blocked the load, /dev/zero read
+// without end).
+func TestConfigFileSpecial(t *testing.T) {
+	dir := t.TempDir()
+	pipe, zero := filepath.Join(dir, "pipe"), filepath.Join(dir, "zero")
+	for _, m := range []string{pipe, zero} {
+		if err := os.MkdirAll(m, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(pipe, "config.pbtxt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(zero, "config.pbtxt")); err != nil {
+		t.Fatal(err)
+	}
+	for m, kind := range map[string]string{pipe: "a named pipe", zero: "a device"} {
+		md := repository.ModelDir{Name: filepath.Base(m), FS: os.DirFS(m), Dir: m}
+		_, found, err := repository.ReadConfig(md)
+		if want := kind + ", not a regular file"; err == nil || !found || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), filepath.Join(m, "config.pbtxt")) {
+			t.Errorf("%s: found %v, error %v; want one naming the file and %q", md.Name, found, err, want)
+		}
 	}
 }

@@ -31,7 +31,9 @@
 // sender; it fails with an error saying so when the model releases the
 // request and its sender without a final response (Triton's client would
 // wait for ever), and at its deadline or cancellation when the model
-// keeps it. An execute that raises closes its requests' senders: a later
+// keeps it; a request kept past that reads as cancelled (is_cancelled)
+// and keeps its inputs, whose shared memory goes back only once the model
+// sends its final response or lets it go. An execute that raises closes its requests' senders: a later
 // send raises "Response sender has been closed.", as in Triton.
 //
 // The model's folders are appended to sys.path, as Triton does: a file in

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,7 +53,8 @@ type proc struct {
 	down, up *region
 	h        handler
 	started  time.Time
-	hasReady bool // the model defines is_ready (set before the process is shared)
+	hasReady bool         // the model defines is_ready (set before the process is shared)
+	held     atomic.Int64 // requests failed at their deadline that the model still holds, with their inputs
 
 	answer  chan *stubMsg  // the answer to the command in flight (one at a time)
 	users   sync.WaitGroup // batches and BLS calls using the regions

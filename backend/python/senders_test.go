@@ -201,3 +201,101 @@ class TritonPythonModel:
 		}
 	}
 }
+
+// TestKeptRequestOutlivesItsDeadline: a request the model keeps past its
+// client's deadline (failed then by the server) still reads its own
+// inputs, and sees itself cancelled, until the model lets it go: its
+// shared memory is not handed to the next batch while the stub holds it
+// (before, the next request's inputs were written over it).
+func TestKeptRequestOutlivesItsDeadline(t *testing.T) {
+	srv := newRepo(t).model("keeper", `backend: "python"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]`, `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.kept = None
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            if x[0] == 1:  # kept, answered later
+                self.kept = r
+                out.append(None)
+                continue
+            if self.kept is None:
+                y = x
+            else:  # the kept request's inputs as it reads them now, and whether it is cancelled
+                k = pb_utils.get_input_tensor_by_name(self.kept, "IN").as_numpy().copy()
+                k[0] = 1 if self.kept.is_cancelled() else 0
+                y = k
+                if x[0] == 3:  # let it go: its final response, which nobody takes any more
+                    self.kept.get_response_sender().send(
+                        pb_utils.InferenceResponse([pb_utils.Tensor("OUT", k)]), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                    self.kept = None
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", y)]))
+        return out
+`).Serve()
+	infer := func(ctx context.Context, x ...float32) ([]float32, error) {
+		resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "keeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{4}, x))}})
+		if err != nil {
+			return nil, err
+		}
+		return floats(t, resp, "OUT"), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := infer(ctx, 1, 11, 12, 13); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("kept request: %v, want its deadline's error", err)
+	}
+	for _, next := range [][]float32{{2, 21, 22, 23}, {3, 31, 32, 33}} {
+		got, err := infer(context.Background(), next...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []float32{1, 11, 12, 13}; !slices.Equal(got, want) {
+			t.Errorf("request %v: the kept request read %v, want %v (cancelled, its own inputs)", next, got, want)
+		}
+	}
+	got, err := infer(context.Background(), 4, 41, 42, 43)
+	if err != nil || !slices.Equal(got, []float32{4, 41, 42, 43}) {
+		t.Errorf("after the kept request was let go: %v, %v", got, err)
+	}
+}
+
+// TestKeptRequestsFillTheRegion: requests a model keeps after their
+// deadline keep their inputs' shared memory, so a model that never lets
+// them go fills its region, and the request that no longer fits says why.
+func TestKeptRequestsFillTheRegion(t *testing.T) {
+	srv := newRepo(t).model("hoarder", `backend: "python"
+input [ { name: "IN" data_type: TYPE_UINT8 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_UINT8 dims: [ -1 ] } ]`, `
+class TritonPythonModel:
+    def initialize(self, args):
+        self.kept = []
+
+    def execute(self, requests):
+        self.kept.extend(requests)
+        return [None] * len(requests)
+`).Serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 1<<20))))
+	in := must(tensor.From("IN", tensor.Shape{300 << 10}, make([]uint8, 300<<10)))
+	for i := range 4 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := srv.Infer(ctx, &triton.InferRequest{Model: "hoarder", Inputs: []tensor.Tensor{in}})
+		cancel()
+		if i < 3 {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("request %d: %v, want its deadline", i, err)
+			}
+			continue
+		}
+		if err == nil || triton.CodeOf(err) != triton.Unavailable ||
+			!strings.Contains(err.Error(), "the model still holds 3 requests that failed at their deadline, with their inputs") {
+			t.Errorf("request %d: %v (code %v), want Unavailable naming the 3 held requests", i, err, triton.CodeOf(err))
+		}
+	}
+}
