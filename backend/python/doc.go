@@ -31,10 +31,15 @@
 // sender; it fails with an error saying so when the model releases the
 // request and its sender without a final response (Triton's client would
 // wait for ever), and at its deadline or cancellation when the model
-// keeps it; a request kept past that reads as cancelled (is_cancelled)
-// and keeps its inputs, whose shared memory goes back only once the model
-// sends its final response or lets it go. An execute that raises closes its requests' senders: a later
-// send raises "Response sender has been closed.", as in Triton.
+// keeps it; a request kept past that reads as cancelled (is_cancelled).
+// An execute that raises closes its requests' senders: a later send
+// raises "Response sender has been closed.", as in Triton.
+//
+// Inputs are numpy views of the shared memory the server wrote them to.
+// What the model keeps of them past execute (a request, a tensor, an
+// array or a view of one) keeps that memory: the stub tells the server,
+// which gives the block to a later batch only once the model has freed
+// the last of them, as Triton's reference-counted memory does.
 //
 // The model's folders are appended to sys.path, as Triton does: a file in
 // them does not shadow a module of the interpreter's own.

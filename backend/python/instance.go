@@ -224,10 +224,7 @@ type run struct {
 	open     int
 	done     bool
 	ended    bool // finished is closed
-	// held marks the requests failed at their deadline that the stub may
-	// still hold (failPending); the batch's block goes back only when none is.
-	held    []bool
-	holding int
+	held     bool // the stub's answer: the model still holds some of the batch's inputs
 }
 
 // Execute sends the batch to the stub and waits for its responses (a
@@ -356,8 +353,8 @@ func (in *instance) prepare(ctx context.Context, p *proc, b *backend.Batch) (*ru
 	}
 	block, mem, err := p.down.alloc(size)
 	if err != nil {
-		if h := p.held.Load(); h > 0 {
-			err = fmt.Errorf("%w; the model still holds %d requests that failed at their deadline, with their inputs", err, h)
+		if h := p.heldInputs(); h > 0 {
+			err = fmt.Errorf("%w; the model still holds inputs of %d earlier batches (requests, tensors or arrays it kept)", err, h)
 		}
 		return nil, nil, fmt.Errorf("model '%s': the inputs of the batch: %w: %w", in.m.spec.Name, err, backend.ErrUnavailable)
 	}
@@ -433,6 +430,10 @@ func (in *instance) message(p *proc, m *stubMsg) {
 		in.send(p, m)
 	case "dropped":
 		in.dropped(p, m)
+	case "freed":
+		if m.Batch != nil {
+			p.inputsFreed(*m.Batch)
+		}
 	case "bls":
 		in.bls(p, m)
 	case "bls_cancel":
@@ -516,6 +517,7 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 	if m.Block != nil {
 		p.up.release(*m.Block)
 	}
+	r.held = m.Held
 	r.done = true
 	in.finishIfDone(r)
 }
@@ -530,9 +532,6 @@ func (in *instance) send(p *proc, m *stubMsg) {
 			if off, ok := upBlock(m.Response.Outputs); ok {
 				p.up.release(off)
 			}
-		}
-		if m.Final {
-			in.released(p, m)
 		}
 		return
 	}
@@ -560,7 +559,6 @@ func (in *instance) send(p *proc, m *stubMsg) {
 func (in *instance) dropped(p *proc, m *stubMsg) {
 	r := in.openRequest(p, m)
 	if r == nil {
-		in.released(p, m)
 		return
 	}
 	defer r.mu.Unlock()
@@ -579,10 +577,9 @@ func (in *instance) dropped(p *proc, m *stubMsg) {
 // failPending fails the requests of a default model's batch that execute
 // left to their response senders and that have not been answered when the
 // batch's context ends (the client's deadline or cancellation).
-//
-// The model may still hold such a request and read its inputs: each is
-// marked cancelled for is_cancelled, and the batch's shared memory stays
-// its own until the stub lets every one of them go (released, below).
+// The model may still hold such a request and read its inputs (their
+// shared memory stays the stub's while it does: see finishIfDone); each is
+// marked cancelled, for is_cancelled.
 func (in *instance) failPending(r *run, cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -590,37 +587,10 @@ func (in *instance) failPending(r *run, cause error) {
 		if !r.complete[i] {
 			req.Fail(fmt.Errorf("model '%s' had not sent the response of %s through its response sender: %w", in.m.spec.Name, requestName(req), cause))
 			r.completed(i)
-			if r.held == nil {
-				r.held = make([]bool, len(r.reqs))
-			}
-			r.held[i] = true
-			r.holding++
-			r.p.held.Add(1)
 			r.p.down.mark(r.block + int64(4*i))
 		}
 	}
 	in.finishIfDone(r)
-}
-
-// released notes that the stub let go of a request failed by
-// failPending (its final response, or its drop, named by m), whose client
-// has its answer already; the batch ends when no request is held.
-func (in *instance) released(p *proc, m *stubMsg) {
-	if m.Batch == nil {
-		return
-	}
-	r := in.batch(p, *m.Batch)
-	if r == nil || m.Req < 0 || m.Req >= len(r.reqs) {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.held != nil && r.held[m.Req] {
-		r.held[m.Req] = false
-		r.holding--
-		p.held.Add(-1)
-		in.finishIfDone(r)
-	}
 }
 
 // requestName names req in a message: "request 'id'", or "a request"
@@ -667,7 +637,7 @@ func (r *run) completed(i int) {
 // finishIfDone ends a batch whose every request is complete: its shared
 // memory goes back, the stub's references to it end. r.mu is held.
 func (in *instance) finishIfDone(r *run) {
-	if !r.done || r.open > 0 || r.holding > 0 || r.ended {
+	if !r.done || r.open > 0 || r.ended {
 		return
 	}
 	in.mu.Lock()
@@ -676,7 +646,7 @@ func (in *instance) finishIfDone(r *run) {
 	in.mu.Unlock()
 	if mine {
 		r.ended = true
-		r.p.down.release(r.block)
+		r.p.endInputs(r.id, r.block, r.held)
 		close(r.finished)
 	}
 }

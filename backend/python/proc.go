@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,8 +52,7 @@ type proc struct {
 	down, up *region
 	h        handler
 	started  time.Time
-	hasReady bool         // the model defines is_ready (set before the process is shared)
-	held     atomic.Int64 // requests failed at their deadline that the model still holds, with their inputs
+	hasReady bool // the model defines is_ready (set before the process is shared)
 
 	answer  chan *stubMsg  // the answer to the command in flight (one at a time)
 	users   sync.WaitGroup // batches and BLS calls using the regions
@@ -65,14 +63,19 @@ type proc struct {
 
 	mu sync.Mutex
 	// mu protects the following.
-	cause   error                    // why the process ended; set before dead is closed
-	killed  string                   // why the server killed it, for cause
-	calls   map[uint64]chan *stubMsg // is_ready calls awaiting their answer
-	nextID  uint64
-	initCtx context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
-	seen    uint64          // messages read from the async socket and handled
-	ended   bool            // the async reader has ended
-	cond    *sync.Cond      // signalled as seen grows (on mu)
+	cause  error                    // why the process ended; set before dead is closed
+	killed string                   // why the server killed it, for cause
+	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
+	nextID uint64
+	// The blocks of ended batches whose inputs the model still holds, by
+	// batch id, until the stub says "freed"; and the batches it said it of
+	// before their end (the event can overtake the answer).
+	kept       map[uint64]int64
+	freedEarly map[uint64]bool
+	initCtx    context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
+	seen       uint64          // messages read from the async socket and handled
+	ended      bool            // the async reader has ended
+	cond       *sync.Cond      // signalled as seen grows (on mu)
 }
 
 // startProc starts a stub process. The process is not initialised: the
@@ -397,4 +400,50 @@ func (w *lineLogger) Write(b []byte) (int, error) {
 		w.buf = w.buf[:0]
 	}
 	return len(b), nil
+}
+
+// endInputs gives back the block of batch id's inputs, which the server
+// is done with, unless the model still holds some of them (held, from the
+// stub's answer): the block then waits for the stub's "freed".
+func (p *proc) endInputs(id uint64, block int64, held bool) {
+	if held {
+		p.mu.Lock()
+		if !p.freedEarly[id] {
+			if p.kept == nil {
+				p.kept = map[uint64]int64{}
+			}
+			p.kept[id] = block
+			p.mu.Unlock()
+			return
+		}
+		delete(p.freedEarly, id)
+		p.mu.Unlock()
+	}
+	p.down.release(block)
+}
+
+// inputsFreed handles the stub's "freed" for batch id: the model no longer
+// holds any of its inputs.
+func (p *proc) inputsFreed(id uint64) {
+	p.mu.Lock()
+	block, ok := p.kept[id]
+	if ok {
+		delete(p.kept, id)
+	} else {
+		if p.freedEarly == nil {
+			p.freedEarly = map[uint64]bool{}
+		}
+		p.freedEarly[id] = true // the batch has not ended yet
+	}
+	p.mu.Unlock()
+	if ok {
+		p.down.release(block)
+	}
+}
+
+// heldInputs is how many ended batches' inputs the model still holds.
+func (p *proc) heldInputs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.kept)
 }

@@ -294,8 +294,8 @@ class TritonPythonModel:
 			continue
 		}
 		if err == nil || triton.CodeOf(err) != triton.Unavailable ||
-			!strings.Contains(err.Error(), "the model still holds 3 requests that failed at their deadline, with their inputs") {
-			t.Errorf("request %d: %v (code %v), want Unavailable naming the 3 held requests", i, err, triton.CodeOf(err))
+			!strings.Contains(err.Error(), "the model still holds inputs of 3 earlier batches (requests, tensors or arrays it kept)") {
+			t.Errorf("request %d: %v (code %v), want Unavailable naming the 3 held batches", i, err, triton.CodeOf(err))
 		}
 	}
 }

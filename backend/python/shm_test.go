@@ -188,3 +188,102 @@ output [ { name: "Y" data_type: TYPE_UINT8 dims: [ -1 ] } ]
 		t.Errorf("the stub's region grew to %d bytes for 6 MiB of BLS inputs that are views of the input", up)
 	}
 }
+
+// keeperModel keeps, from each request, what its KEEP parameter names
+// ("array", "slice", "tensor", "request", "nothing"), and answers with
+// what it kept from the request before, as it reads it now (zeros the
+// first time; FP32 IN [4] → OUT [4]).
+const keeperModel = `
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.kept = None
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            prev, what = self.kept, json.loads(r.parameters())["KEEP"]
+            t = pb_utils.get_input_tensor_by_name(r, "IN")
+            x = t.as_numpy()
+            self.kept = {"array": x, "slice": x[1:], "tensor": t, "request": r, "nothing": x.copy()}[what]
+            if prev is None:
+                y = np.zeros(4, np.float32)
+            elif isinstance(prev, pb_utils.Tensor):
+                y = prev.as_numpy()
+            elif isinstance(prev, pb_utils.InferenceRequest):
+                y = pb_utils.get_input_tensor_by_name(prev, "IN").as_numpy()
+            else:
+                y = np.concatenate([np.zeros(4 - prev.size, np.float32), prev])
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array(y, np.float32))]))
+        return out
+`
+
+// TestKeptInputs: inputs a model keeps from one request to the next (the
+// array, a slice of it, the tensor, the request) still hold their own
+// data when the next request comes (before, its inputs were written over
+// them: the kept array read the new request's values), and their shared
+// memory comes back once the model lets them go: a model keeping its last
+// 300 KiB input runs on through a 1 MiB region.
+func TestKeptInputs(t *testing.T) {
+	srv := newRepo(t).model("keeper", `backend: "python"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]`, keeperModel).
+		model("big", identityConfig, `
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.last = None
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            prev, self.last = self.last, x
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", (x if prev is None else prev)[:8].copy())]))
+        return out
+`).Serve(triton.WithBackend(python.Name, python.New(python.WithSharedMemory(1<<20, 1<<20, 1<<20))))
+	ctx := context.Background()
+	for _, keep := range []string{"array", "slice", "tensor", "request", "nothing"} {
+		want := []float32{0, 0, 0, 0}
+		for i := range 4 {
+			x := []float32{float32(10 * i), float32(10*i + 1), float32(10*i + 2), float32(10*i + 3)}
+			req := &triton.InferRequest{Model: "keeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{4}, x))},
+				Parameters: map[string]any{"KEEP": keep}}
+			resp, err := srv.Infer(ctx, req)
+			if err != nil {
+				t.Fatalf("KEEP %s, request %d: %v", keep, i, err)
+			}
+			if got := floats(t, resp, "OUT"); !slices.Equal(got, want) {
+				t.Errorf("KEEP %s, request %d: the kept input reads %v, want %v", keep, i, got, want)
+			}
+			want = slices.Clone(x)
+			if keep == "slice" {
+				want[0] = 0
+			}
+		}
+		// the last request's kept input goes when the next KEEP replaces it
+		if _, err := srv.Infer(ctx, &triton.InferRequest{Model: "keeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{4}, []float32{0, 0, 0, 0}))},
+			Parameters: map[string]any{"KEEP": "nothing"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		data := pattern(300 << 10)
+		data[0] = byte(i)
+		resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "big", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{300 << 10}, data))}})
+		if err != nil {
+			t.Fatalf("big, request %d: %v", i, err)
+		}
+		out, _ := resp.Output("OUT")
+		if want := max(i-1, 0); out.Data[0] != byte(want) || !bytes.Equal(out.Data[1:], data[1:8]) {
+			t.Errorf("big, request %d: the kept input starts %v, want %d then %v", i, out.Data, want, data[1:8])
+		}
+	}
+}

@@ -21,16 +21,21 @@ import (
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}
 //	execute   ["execute", id, flags, [[rid, corr, flags, timeout, params|None, outputs, inputs]]]
-//	          → ("done", id, seq, block|None, fail|None, [response|None] | None)
+//	          → ("done", id, seq, block|None, fail|None, [response|None] | None, [rescheduled]|None, held)
 //	finalize  {} → ok, then the stub exits
 //
 // seq counts the events the stub sent before the answer: the server
 // handles them before the answer's batch is complete. block is the one
-// block holding the outputs of all of done's responses.
+// block holding the outputs of all of done's responses. held says that
+// the model still holds some of the batch's inputs (a request, a tensor or
+// an array over them, kept for later): the batch's block then stays the
+// stub's until a "freed" event for it.
 //
 // Stub → server, event socket (read by the proc's reader goroutine):
 //
 //	send       {batch, req, final, response?}   a response sender's response
+//	dropped    {batch, req}                     a request freed with no final response
+//	freed      {batch}                          the model freed the last of a held batch's inputs
 //	bls        {call, model, version, rid, flags, timeout, corr|corr_s, params,
 //	            outputs, decoupled, batch?, inputs}
 //	bls_cancel {call}
@@ -279,6 +284,7 @@ type stubMsg struct {
 	Seq       uint64
 	Block     *int64 // done: the one block of every response's outputs
 	Resched   []int  // done: the requests the model rescheduled
+	Held      bool   // done: the model still holds some of the batch's inputs ("freed" comes when it no longer does)
 
 	Batch    *uint64 // send, bls
 	Req      int
@@ -464,7 +470,7 @@ func (m *stubMsg) decode(d *dec) error {
 }
 
 // decodeDone reads the answer to an execute command, ("done", id, seq,
-// block, fail, responses, rescheduled): block and fail may be None,
+// block, fail, responses, rescheduled, held): block and fail may be None,
 // responses is None for a decoupled model, and each response None when
 // its request's response sender answered it (or it was rescheduled);
 // rescheduled, the indices of the requests the model rescheduled, may be
@@ -515,6 +521,8 @@ func (m *stubMsg) decodeDone(d *dec) error {
 				m.Resched = append(m.Resched, int(n))
 				return err
 			})
+		case 7:
+			m.Held, err = d.boolean()
 		default:
 			_, err = d.value()
 		}

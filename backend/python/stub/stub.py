@@ -28,6 +28,7 @@ import json
 import marshal
 import mmap
 import os
+import pickle
 import queue
 import struct
 import sys
@@ -135,6 +136,8 @@ class _Region:
         b = a.base
         while isinstance(b, np.ndarray):
             b = b.base
+        if isinstance(b, _PickleBuffer):
+            b = b.raw().obj
         if isinstance(b, memoryview):
             b = b.obj
         m = self.maps.get(id(b))  # numpy keeps the mapping itself as the base of a view of it
@@ -312,7 +315,7 @@ class Tensor:
             if self._dtype == "BYTES":
                 self._array = _decode_bytes(self._raw).reshape(self._shape)
             else:
-                self._array = np.ndarray(self._shape, _NUMPY_DTYPE[self._dtype], self._raw)
+                self._array = np.ndarray(self._shape, _NUMPY_DTYPE[self._dtype], _PickleBuffer(self._raw))
         if self._dtype == "BF16":
             raise TritonModelException(
                 "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
@@ -336,7 +339,7 @@ class Tensor:
             # numpy has no bfloat16: export the bits as uint16, then name
             # them bfloat16 in the capsule before anyone consumes it.
             if self._array is None:
-                self._array = np.ndarray(self._shape, np.uint16, self._raw)
+                self._array = np.ndarray(self._shape, np.uint16, _PickleBuffer(self._raw))
             capsule = _exportable(self._array).__dlpack__()
             _dl_set_dtype(capsule, _DL_BFLOAT)
             return capsule
@@ -376,6 +379,12 @@ class Tensor:
 
 _new_tensor = object.__new__
 _EMPTY = memoryview(b"")
+# An array over a view of shared memory is made over a PickleBuffer of it,
+# which numpy keeps as the array's base and which holds the view: while the
+# array (or any view of it) lives, so does the view, which is how the stub
+# knows that the model still holds a batch's inputs (_hold_inputs). Over
+# the view itself, numpy would keep only the mapping.
+_PickleBuffer = pickle.PickleBuffer
 
 
 def _exportable(a):
@@ -599,10 +608,11 @@ class _Batch:
     cancellation flags, and the block holding its responses' outputs. Its
     requests point to it, not it to them, so that a batch's objects are
     freed as soon as they are done with, not left to the cycle collector."""
-    __slots__ = ("id", "flags_off", "block", "resched", "failed")
+    __slots__ = ("id", "flags_off", "block", "resched", "failed", "views")
 
     def __init__(self, id, flags_off):
         self.id, self.flags_off, self.block, self.resched, self.failed = id, flags_off, None, None, False
+        self.views = None  # the inputs' views of shared memory, until execute returns (_hold_inputs)
 
     def cancelled(self, i):
         return down.view(self.flags_off + 4 * i, 1)[0] != 0
@@ -612,7 +622,8 @@ def _requests(batch, wire):
     """The requests of an execute command, their inputs views of the shared
     memory the server wrote them to."""
     new, tensor, view, model = InferenceRequest.__new__, _new_tensor, down.view, _state["model"]
-    reqs = []
+    reqs, views = [], []
+    batch.views = views
     for i, (rid, corr, flags, timeout, params, outputs, wired) in enumerate(wire):
         q = new(InferenceRequest)
         q._batch, q._index, q._sender, q._model, q._version, q._trace = batch, i, None, model, -1, None
@@ -621,7 +632,12 @@ def _requests(batch, wire):
         q._inputs = inputs = []
         for name, dtype, shape, off, n in wired:
             t = tensor(Tensor)
-            t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, shape, view(off, n) if n else _EMPTY, None
+            if n:
+                v = view(off, n)
+                views.append(v)
+            else:
+                v = _EMPTY
+            t._name, t._dtype, t._shape, t._raw, t._array = name, dtype, shape, v, None
             inputs.append(t)
         reqs.append(q)
     return reqs
@@ -1003,7 +1019,7 @@ class ResponseIterator:
             _dropped.put(self._call)
 
 
-_dropped = queue.SimpleQueue()  # calls of dropped ResponseIterators and dropped _Unanswered, for _cancel_dropped
+_dropped = queue.SimpleQueue()  # calls of dropped ResponseIterators, dropped _Unanswered and freed inputs, for _cancel_dropped
 
 
 def _cancel_dropped():
@@ -1011,7 +1027,9 @@ def _cancel_dropped():
     the server of the requests nothing can answer any more."""
     while True:
         item = _dropped.get()
-        if type(item) is _Unanswered:
+        if type(item) is tuple:  # ("freed", batch id): _hold_inputs
+            msg = {"op": "freed", "batch": item[1]}
+        elif type(item) is _Unanswered:
             msg = {"op": "dropped", "batch": item.batch, "req": item.index}
         else:
             _calls.abandon(item)
@@ -1346,7 +1364,7 @@ def _background(coro):
 
 def _execute(msg):
     """Runs an execute command, ["execute", id, flags, requests]; its answer
-    is ("done", id, seq, block, fail, responses)."""
+    is ("done", id, seq, block, fail, responses, rescheduled, held)."""
     _, bid, flags, wire = msg
     responses = block = fail = token = resched = requests = None
     batch = _Batch(bid, flags)
@@ -1382,7 +1400,45 @@ def _execute(msg):
         _state["in_execute"] = False
         if token is not None:
             _batch.reset(token)
-    return "done", bid, events.sent, block, fail, responses, resched  # seq: the server handles those events first
+    requests = result = None  # what is left of the batch is the model's
+    held = _hold_inputs(batch)
+    return "done", bid, events.sent, block, fail, responses, resched, held  # seq: the server handles those events first
+
+
+_held_inputs = {}  # batch id -> weak references to the views of its inputs that the model still holds
+_held_lock = threading.Lock()
+
+
+def _hold_inputs(batch):
+    """Reports whether the model still holds some of the batch's inputs
+    once execute has returned (a request, a tensor or an array over them,
+    kept for later): the server then keeps their shared memory until the
+    last of them is freed, when the stub tells it "freed". Without this,
+    the next batch's inputs would be written over them."""
+    views, batch.views = batch.views, None
+    for v in views:
+        if _refcount(v) > _VIEW_REFS:
+            break
+    else:
+        return False
+    v = None
+    live = [v for v in views if _refcount(v) > _VIEW_REFS]
+    bid = batch.id
+    left = [len(live)]
+
+    def gone(_):
+        with _held_lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            del _held_inputs[bid]
+            _dropped.put(("freed", bid))  # not events.send: this runs wherever the last one was freed
+    _held_inputs[bid] = [weakref.ref(v, gone) for v in live]  # a reference lives as long as its callback may run
+    return True
+
+
+_refcount = sys.getrefcount
+_VIEW_REFS = 3  # references to a view nobody else holds, in _hold_inputs: the list's, the loop's, the call's
 
 
 def _responses(batch, requests, result):

@@ -62,6 +62,49 @@ class StubRequestsTest(unittest.TestCase):
         self.assertIsNone(tensor(), "an input outlived its request")
 
 
+class HeldInputsTest(unittest.TestCase):
+    """_hold_inputs: whether the model kept some of a batch's inputs once
+    execute returned, and the "freed" that comes when it lets the last go."""
+
+    def setUp(self):
+        StubRequestsTest.setUp(self)  # its shared memory and command
+        while not stub._dropped.empty():  # what other tests left there
+            stub._dropped.get_nowait()
+
+    def held(self, keep):
+        batch = stub._Batch(5, 64)
+        reqs = stub._requests(batch, self.wire)
+        kept = keep(reqs[0])
+        del reqs
+        return kept, stub._hold_inputs(batch)
+
+    def test_nothing_kept(self):
+        for keep in (lambda r: None, lambda r: r.inputs()[0].as_numpy().copy(), lambda r: r.request_id()):
+            self.assertFalse(self.held(keep)[1])
+        self.assertNotIn(5, stub._held_inputs)
+
+    def test_kept_until_freed(self):
+        keeps = {
+            "request": lambda r: r,
+            "tensor": lambda r: r.inputs()[0],
+            "array": lambda r: r.inputs()[0].as_numpy(),
+            "view of the array": lambda r: r.inputs()[0].as_numpy()[1:].reshape(2),
+            "memoryview of the array": lambda r: memoryview(r.inputs()[0].as_numpy()),
+        }
+        for what, keep in keeps.items():
+            with self.subTest(what):
+                kept, held = self.held(keep)
+                self.assertTrue(held)
+                self.assertTrue(stub._dropped.empty())
+                del kept
+                self.assertEqual(stub._dropped.get_nowait(), ("freed", 5))
+                self.assertNotIn(5, stub._held_inputs)
+
+    def test_offset_of_an_input_array(self):
+        (r,) = stub._requests(stub._Batch(1, 64), self.wire)
+        self.assertEqual(stub.down.offset_of(r.inputs()[0].as_numpy()), 128)
+
+
 class AbandonedCallTest(unittest.TestCase):
     """Replies nobody reads any more give their blocks back: those an
     abandoned call holds, and those that arrive after it was closed."""
