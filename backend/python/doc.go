@@ -37,7 +37,8 @@
 //
 // Inputs are numpy views of the shared memory the server wrote them to.
 // What the model keeps of them past execute (a request, a tensor, an
-// array or a view of one) keeps that memory: the stub tells the server,
+// array or a view of one, or a response sender, whose is_cancelled reads
+// there) keeps that memory: the stub tells the server,
 // which gives the block to a later batch only once the model has freed
 // the last of them, as Triton's reference-counted memory does.
 //

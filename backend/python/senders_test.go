@@ -299,3 +299,53 @@ class TritonPythonModel:
 		}
 	}
 }
+
+// TestKeptSenderSeesItsCancellation: a response sender kept without its
+// request past the request's deadline reads it as cancelled, even after
+// later batches ran (its batch's block, where is_cancelled reads, is not
+// handed on while the sender lives).
+func TestKeptSenderSeesItsCancellation(t *testing.T) {
+	srv := newRepo(t).model("senderkeeper", `backend: "python"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]`, `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.sender = None
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            if pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()[0] == 1:
+                self.sender = r.get_response_sender()  # the request itself is not kept
+                out.append(None)
+                continue
+            cancelled = self.sender is not None and self.sender.is_cancelled()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([cancelled], np.float32))]))
+        return out
+`).Serve()
+	infer := func(ctx context.Context, x float32) ([]float32, error) {
+		resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "senderkeeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{1}, []float32{x}))}})
+		if err != nil {
+			return nil, err
+		}
+		return floats(t, resp, "OUT"), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := infer(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the request whose sender is kept: %v, want its deadline's error", err)
+	}
+	for i := range 3 {
+		got, err := infer(context.Background(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []float32{1}) {
+			t.Errorf("request %d: the kept sender's is_cancelled() is %v, want true", i, got[0] == 1)
+		}
+	}
+}

@@ -608,7 +608,7 @@ class _Batch:
     cancellation flags, and the block holding its responses' outputs. Its
     requests point to it, not it to them, so that a batch's objects are
     freed as soon as they are done with, not left to the cycle collector."""
-    __slots__ = ("id", "flags_off", "block", "resched", "failed", "views")
+    __slots__ = ("id", "flags_off", "block", "resched", "failed", "views", "__weakref__")
 
     def __init__(self, id, flags_off):
         self.id, self.flags_off, self.block, self.resched, self.failed = id, flags_off, None, None, False
@@ -1396,6 +1396,7 @@ def _execute(msg):
         for q in requests or ():
             if q._sender is not None:
                 q._sender._close("Response sender has been closed.")
+        q = None  # the loop's last request, which _hold_inputs would count as kept
     finally:
         _state["in_execute"] = False
         if token is not None:
@@ -1412,17 +1413,16 @@ _held_lock = threading.Lock()
 def _hold_inputs(batch):
     """Reports whether the model still holds some of the batch's inputs
     once execute has returned (a request, a tensor or an array over them,
-    kept for later): the server then keeps their shared memory until the
-    last of them is freed, when the stub tells it "freed". Without this,
-    the next batch's inputs would be written over them."""
+    kept for later) or a response sender of it (whose is_cancelled reads
+    the batch's block): the server then keeps the block until the last of
+    them is freed, when the stub tells it "freed". Without this, the next
+    batch's inputs would be written over them."""
     views, batch.views = batch.views, None
-    for v in views:
-        if _refcount(v) > _VIEW_REFS:
-            break
-    else:
-        return False
-    v = None
     live = [v for v in views if _refcount(v) > _VIEW_REFS]
+    if _refcount(batch) > _BATCH_REFS:  # a sender kept without its request: is_cancelled reads the block
+        live.append(batch)
+    if not live:
+        return False
     bid = batch.id
     left = [len(live)]
 
@@ -1438,7 +1438,10 @@ def _hold_inputs(batch):
 
 
 _refcount = sys.getrefcount
-_VIEW_REFS = 3  # references to a view nobody else holds, in _hold_inputs: the list's, the loop's, the call's
+# The references to a view, and to the batch, that nobody else holds, in
+# _hold_inputs: for a view the list's, the loop's and the call's; for the
+# batch _execute's, _hold_inputs' and the call's.
+_VIEW_REFS, _BATCH_REFS = 3, 3
 
 
 def _responses(batch, requests, result):

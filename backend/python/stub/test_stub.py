@@ -76,7 +76,7 @@ class HeldInputsTest(unittest.TestCase):
         reqs = stub._requests(batch, self.wire)
         kept = keep(reqs[0])
         del reqs
-        return kept, stub._hold_inputs(batch)
+        return kept, stub._hold_inputs(batch)  # as _execute calls it
 
     def test_nothing_kept(self):
         for keep in (lambda r: None, lambda r: r.inputs()[0].as_numpy().copy(), lambda r: r.request_id()):
@@ -90,6 +90,7 @@ class HeldInputsTest(unittest.TestCase):
             "array": lambda r: r.inputs()[0].as_numpy(),
             "view of the array": lambda r: r.inputs()[0].as_numpy()[1:].reshape(2),
             "memoryview of the array": lambda r: memoryview(r.inputs()[0].as_numpy()),
+            "response sender": lambda r: r.get_response_sender(),
         }
         for what, keep in keeps.items():
             with self.subTest(what):
