@@ -253,7 +253,51 @@ def models():
         ("modes.pt", torch.jit.script(Modes()), (f,)),
         ("training.pt", torch.jit.script(Training()), (f,)),
         ("nested_out.pt", torch.jit.script(NestedOut()), (torch.ones(3),)),
+        ("inplace.pt", torch.jit.script(InPlace()), (torch.ones(4),)),
+        ("keeps.pt", torch.jit.script(Keeps()), (torch.ones(4),)),
+        ("keeps_in_list.pt", torch.jit.script(KeepsInList()), (torch.ones(4),)),
     ]
+
+
+# Models whose forward writes or keeps its input (after models(), whose
+# line numbers the traced models' debug info records).
+
+
+class InPlace(torch.nn.Module):
+    """Scripted: x.add_(1) (the input written in place), then x * 2."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        x.add_(1)
+        return x * 2
+
+
+class Keeps(torch.nn.Module):
+    """Scripted: returns the x of the call before (zeros at first) and
+    keeps this call's x in the module, as it is."""
+
+    def __init__(self):
+        super().__init__()
+        self.prev = torch.zeros(4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        prev = self.prev
+        self.prev = x
+        return prev.clone()
+
+
+class KeepsInList(torch.nn.Module):
+    """Scripted: like Keeps, x kept in a list attribute of the module."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept: List[Tensor] = [torch.zeros(4)]
+
+    def forward(self, x: Tensor) -> Tensor:
+        prev = self.kept[-1].clone()
+        self.kept.append(x)
+        if len(self.kept) > 2:
+            self.kept.pop(0)
+        return prev
 
 
 def main(argv):

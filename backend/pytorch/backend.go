@@ -134,8 +134,16 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 	}
 	args := m.first.Arguments()
 	as := make([]argument, len(args))
+	var copied []string
 	for i, a := range args {
 		as[i] = argument{name: a.Name, typ: a.Type}
+		if a.Copied {
+			copied = append(copied, a.Name)
+		}
+	}
+	if len(copied) > 0 {
+		m.log.Info(fmt.Sprintf("model '%s': forward may write in place or keep the arguments %q (TorchScript's alias analysis): "+
+			"they are copied before each forward, the others passed without a copy", spec.Name, copied))
 	}
 	if m.plan, err = makePlan(spec.Name, spec.Config, as); err != nil {
 		return nil, errors.Join(err, m.first.Close(), m.removeTemp())

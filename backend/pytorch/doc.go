@@ -52,7 +52,11 @@
 // Execute runs the whole batch in one forward call: each input is the
 // requests' inputs concatenated along the batch dimension (no copy for a
 // batch of one), handed to libtorch without a copy (torch::from_blob over
-// the request's memory); each output is split back per request. forward
+// the request's memory), except an argument that forward may write in
+// place or keep in the module's state (found by TorchScript's alias
+// analysis at load, and logged): it gets a copy, so that the caller's
+// tensor is left as it was and the kept one keeps its values after the
+// caller reuses its memory; each output is split back per request. forward
 // may return a Tensor, a List[str], or a tuple of them; an exception raised
 // by the model, or another return type, fails with Triton's
 // "PyTorch execute failure: ..." (Internal), never a crash. Unlike Triton,

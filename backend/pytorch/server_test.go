@@ -123,6 +123,44 @@ output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]`).Serve(triton.Wi
 	}
 }
 
+// TestServeWrittenOrKeptInputs: a model that writes its input in place
+// leaves the caller's tensor as it was, and one that keeps its input in
+// the module reads the values it was given after the caller has reused
+// that memory (before, libtorch wrapped the caller's memory for both);
+// the load says which arguments are copied.
+func TestServeWrittenOrKeptInputs(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	const config = `backend: "pytorch"
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`
+	srv := newRepo(t).model("inplace", "inplace.pt", config).model("keeps", "keeps.pt", config).
+		model("addsub", "addsub.pt", `backend: "pytorch"
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 4 ] } ]`).
+		Serve(triton.WithLogger(zap.New(core)))
+	x := must(tensor.From("x", tensor.Shape{4}, []float32{1, 2, 3, 4}))
+	if got := floats(t, infer(t, srv, "inplace", x), "OUT__0"); !slices.Equal(got, []float32{4, 6, 8, 10}) {
+		t.Errorf("inplace: OUT__0 = %v, want (x + 1) * 2", got)
+	}
+	if got, _ := tensor.View[float32](x); !slices.Equal(got, []float32{1, 2, 3, 4}) {
+		t.Errorf("inplace: the caller's input now reads %v, want it unchanged", got)
+	}
+	infer(t, srv, "keeps", x)
+	copy(x.Data, must(tensor.From("x", tensor.Shape{4}, []float32{5, 6, 7, 8})).Data) // the caller reuses its memory
+	if got := floats(t, infer(t, srv, "keeps", x), "OUT__0"); !slices.Equal(got, []float32{1, 2, 3, 4}) {
+		t.Errorf("keeps: the kept input reads %v, want the first call's [1 2 3 4]", got)
+	}
+	var said []string
+	for _, e := range logs.FilterMessageSnippet("are copied before each forward").All() {
+		said = append(said, e.Message)
+	}
+	slices.Sort(said)
+	if len(said) != 2 || !strings.Contains(said[0], `model 'inplace': forward may write in place or keep the arguments ["x"]`) ||
+		!strings.Contains(said[1], "model 'keeps'") {
+		t.Errorf("load messages %q, want one for inplace and one for keeps (none for addsub)", said)
+	}
+}
+
 // TestServeDictInput serves dict_in.pt: the config's inputs become the
 // entries of forward's Dict(str, Tensor).
 func TestServeDictInput(t *testing.T) {

@@ -32,7 +32,11 @@
 //
 // Inputs are the caller's: tensor data is wrapped with torch::from_blob,
 // without a copy, for the length of the call (it is pinned, and must not
-// change until Forward returns); strings and dict keys are copied. Outputs
+// change until Forward returns); strings and dict keys are copied, and so
+// is an argument that forward may write in place or keep in the module's
+// state (Argument.Copied: TorchScript's alias analysis of forward, at
+// load), which would otherwise write into, or outlive, the caller's
+// memory. Outputs
 // are two-phase: the shim keeps forward's results (made contiguous on the
 // CPU) and reports their types and sizes, Go allocates every output at its
 // final size (one buffer for all shapes and data), and one copy per output

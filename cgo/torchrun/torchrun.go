@@ -209,6 +209,11 @@ type Argument struct {
 	// "Dict(str, Tensor)", "Optional[Tensor]", "int", … (the annotation
 	// spelling, except a dict's, which is spelled as Triton prints it).
 	Type string
+	// Copied reports that forward may write the argument in place or keep
+	// it in the module's state (TorchScript's alias analysis of forward,
+	// at load): Forward then hands it a copy of the caller's Data, which
+	// stays unchanged and may be reused once Forward returns.
+	Copied bool
 }
 
 // Value is a tensor or a list of strings passed to or returned by forward.
@@ -217,8 +222,8 @@ type Value struct {
 	Shape    []int64         // for List[str]: [len(Strings)]
 	// Data holds the raw little-endian row-major elements. Inputs are
 	// wrapped with torch::from_blob without a copy (Data must stay
-	// unmodified until Forward returns, and a model that writes into its
-	// input in place writes into Data); outputs are Go memory allocated
+	// unmodified until Forward returns), unless forward writes or keeps
+	// the argument ([Argument.Copied]); outputs are Go memory allocated
 	// once at final size (made contiguous first), owned by the caller.
 	Data []byte
 	// Strings holds the elements of a List[str] (inputs are copied into
@@ -299,8 +304,9 @@ func Load(path string, opts Options) (*Module, error) {
 	mod.args = make([]Argument, n)
 	for i := range n {
 		mod.args[i] = Argument{
-			Name: C.GoString(C.trun_arg_name(m, C.size_t(i))),
-			Type: C.GoString(C.trun_arg_type(m, C.size_t(i))),
+			Name:   C.GoString(C.trun_arg_name(m, C.size_t(i))),
+			Type:   C.GoString(C.trun_arg_type(m, C.size_t(i))),
+			Copied: C.trun_arg_copied(m, C.size_t(i)) != 0,
 		}
 	}
 	return mod, nil

@@ -42,4 +42,7 @@ char *trun_get_settings(tshim_settings *out);
 // it (built before it).
 int trun_module_training(const tshim_module *m);
 
+// trun_arg_copied calls tshim_arg_copied; 0 when the shim lacks it.
+int trun_arg_copied(const tshim_module *m, size_t i);
+
 #endif // TORCHRUN_H

@@ -56,15 +56,15 @@ func TestArguments(t *testing.T) {
 		model string
 		want  []torchrun.Argument
 	}{
-		{"addsub.pt", []torchrun.Argument{{"INPUT0", "Tensor"}, {"INPUT1", "Tensor"}}},
-		{"addsub_args.pt", []torchrun.Argument{{"a", "Tensor"}, {"b", "Tensor"}}},
-		{"cnn.pt", []torchrun.Argument{{"INPUT__0", "Tensor"}}},
-		{"strings.pt", []torchrun.Argument{{"x", "List[str]"}}},
-		{"dict_in.pt", []torchrun.Argument{{"d", "Dict(str, Tensor)"}}},
-		{"state.pt", []torchrun.Argument{{"x", "Tensor"}, {"state", "Tensor"}}},
-		{"other_args.pt", []torchrun.Argument{{"x", "Tensor"}, {"n", "int"}, {"y", "Optional[Tensor]"}}},
-		{"dtypes.pt", []torchrun.Argument{{"b", "Tensor"}, {"u8", "Tensor"}, {"i8", "Tensor"}, {"i16", "Tensor"},
-			{"i32", "Tensor"}, {"i64", "Tensor"}, {"f16", "Tensor"}, {"bf16", "Tensor"}, {"f32", "Tensor"}, {"f64", "Tensor"}}},
+		{"addsub.pt", []torchrun.Argument{{"INPUT0", "Tensor", false}, {"INPUT1", "Tensor", false}}},
+		{"addsub_args.pt", []torchrun.Argument{{"a", "Tensor", false}, {"b", "Tensor", false}}},
+		{"cnn.pt", []torchrun.Argument{{"INPUT__0", "Tensor", false}}},
+		{"strings.pt", []torchrun.Argument{{"x", "List[str]", false}}},
+		{"dict_in.pt", []torchrun.Argument{{"d", "Dict(str, Tensor)", false}}},
+		{"state.pt", []torchrun.Argument{{"x", "Tensor", false}, {"state", "Tensor", false}}},
+		{"other_args.pt", []torchrun.Argument{{"x", "Tensor", false}, {"n", "int", false}, {"y", "Optional[Tensor]", false}}},
+		{"dtypes.pt", []torchrun.Argument{{"b", "Tensor", false}, {"u8", "Tensor", false}, {"i8", "Tensor", false}, {"i16", "Tensor", false},
+			{"i32", "Tensor", false}, {"i64", "Tensor", false}, {"f16", "Tensor", false}, {"bf16", "Tensor", false}, {"f32", "Tensor", false}, {"f64", "Tensor", false}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -628,6 +628,41 @@ func TestOpen(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("child output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestWrittenOrKept: forward's arguments that it writes in place or keeps
+// in the module's state are found at load (Copied) and get a copy: the
+// caller's Data is left as it was, and a kept input keeps its values after
+// the caller reuses its memory; the others are not copied.
+func TestWrittenOrKept(t *testing.T) {
+	copied := map[string][]bool{
+		"inplace.pt": {true}, "keeps.pt": {true}, "keeps_in_list.pt": {true},
+		"addsub.pt": {false, false}, "cnn.pt": {false}, "state.pt": {false, false}, "strings.pt": {false},
+		"dict_in.pt": {false}, "transpose.pt": {false}, "raises.pt": {false}, "modes.pt": {false},
+	}
+	for model, want := range copied {
+		var got []bool
+		for _, a := range load(t, model, torchrun.Options{InferenceMode: true}).Arguments() {
+			got = append(got, a.Copied)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Copied %v, want %v", model, got, want)
+		}
+	}
+	in := val(t, []int64{4}, float32(1), 2, 3, 4)
+	out := forward(t, load(t, "inplace.pt", torchrun.Options{InferenceMode: true}), in)
+	if got, data := view[float32](t, out[0]), view[float32](t, in); !slices.Equal(got, []float32{4, 6, 8, 10}) || !slices.Equal(data, []float32{1, 2, 3, 4}) {
+		t.Errorf("inplace.pt([1 2 3 4]) = %v, the input left %v; want [4 6 8 10], [1 2 3 4]", got, data)
+	}
+	for _, model := range []string{"keeps.pt", "keeps_in_list.pt"} {
+		m := load(t, model, torchrun.Options{InferenceMode: true})
+		in := val(t, []int64{4}, float32(1), 2, 3, 4)
+		forward(t, m, in)
+		copy(in.Data, val(t, []int64{4}, float32(5), 6, 7, 8).Data) // the caller reuses its memory
+		if got := view[float32](t, forward(t, m, in)[0]); !slices.Equal(got, []float32{1, 2, 3, 4}) {
+			t.Errorf("%s: the kept input reads %v, want [1 2 3 4]", model, got)
 		}
 	}
 }

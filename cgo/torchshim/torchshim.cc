@@ -10,6 +10,8 @@
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -142,7 +144,8 @@ struct tshim_module {
 	tshim_options opts{};
 	std::vector<std::string> names;
 	std::vector<std::string> types;
-	bool training = false; // the module was saved in training mode
+	std::vector<bool> copied; // per argument: forward writes or keeps it, so it gets a copy (writtenOrKept)
+	bool training = false;    // the module was saved in training mode
 };
 
 struct tshim_outputs {
@@ -226,6 +229,76 @@ void flatten(const c10::IValue &r, tshim_outputs *o) {
 				" must be of type Tensor or List[str], received " + e.type()->str());
 		}
 	}
+}
+
+// allNodes appends the nodes of block b and of the blocks inside them.
+void allNodes(torch::jit::Block *b, std::vector<torch::jit::Node *> *out) {
+	for (torch::jit::Node *n : b->nodes()) {
+		out->push_back(n);
+		for (torch::jit::Block *sub : n->blocks()) {
+			allNodes(sub, out);
+		}
+	}
+}
+
+// writtenOrKept reports, for each argument of forward (self excluded),
+// whether forward may write into its memory (an in-place op on it, a view
+// or an element of it) or keep it past the call (stored in the module's
+// state: an attribute set to it, a container of the module's holding it).
+// Such an argument gets a copy before each forward: the memory behind the
+// others is the caller's, borrowed for the call, and reused once it
+// returns. TorchScript's alias analysis answers conservatively: a false
+// "yes" costs a copy, never a wrong answer.
+std::vector<bool> writtenOrKept(torch::jit::Module &module) {
+	std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
+	torch::jit::Inline(*graph);
+	torch::jit::AliasDb db(graph);
+	std::vector<torch::jit::Node *> nodes;
+	allNodes(graph->block(), &nodes);
+	std::vector<torch::jit::Value *> state; // what forward reads of the module
+	for (torch::jit::Node *n : nodes) {
+		if (n->kind() == c10::prim::GetAttr) {
+			state.push_back(n->output());
+		}
+	}
+	auto inState = [&](torch::jit::Value *u) {
+		for (torch::jit::Value *s : state) {
+			if (db.mayContainAlias(s, u)) {
+				return true;
+			}
+		}
+		return false;
+	};
+	std::vector<bool> out;
+	const auto inputs = graph->inputs();
+	for (size_t i = 1; i < inputs.size(); i++) { // 0 is self
+		torch::jit::Value *v = inputs[i];
+		bool bad = false;
+		for (torch::jit::Node *n : nodes) {
+			if (bad) {
+				break;
+			}
+			if (n->kind() == c10::prim::SetAttr && db.mayContainAlias(n->inputs()[1], v)) {
+				bad = true; // self.x = v
+				break;
+			}
+			bool holdsV = false; // an input of n may be or contain v
+			for (torch::jit::Value *u : n->inputs()) {
+				holdsV = holdsV || db.mayContainAlias(u, v);
+			}
+			if (!holdsV) {
+				continue;
+			}
+			for (torch::jit::Value *u : n->inputs()) {
+				if (db.writesToAlias(n, {u}) && (db.mayContainAlias(u, v) || inState(u))) {
+					bad = true; // v written in place, or put into the module's state (list.append(v))
+					break;
+				}
+			}
+		}
+		out.push_back(bad);
+	}
+	return out;
 }
 
 // tensorInput wraps input v (of index i) without a copy.
@@ -313,6 +386,17 @@ char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out
 			m->names.push_back(args[i].name());
 			m->types.push_back(typeName(args[i].type()));
 		}
+		try {
+			m->copied = writtenOrKept(m->module);
+		} catch (...) {
+			m->copied.assign(m->names.size(), true); // no answer: copy every argument
+		}
+		m->copied.resize(m->names.size()); // the schema and the graph agree; never read past either
+		for (size_t i = 0; i < m->names.size(); i++) {
+			if (m->types[i] == "List[str]") {
+				m->copied[i] = false; // made afresh for every forward anyway
+			}
+		}
 		*out = m.release();
 		live++;
 		return nullptr;
@@ -343,6 +427,10 @@ const char *tshim_arg_type(const tshim_module *m, size_t i) {
 	return i < m->types.size() ? m->types[i].c_str() : "";
 }
 
+int tshim_arg_copied(const tshim_module *m, size_t i) {
+	return i < m->copied.size() && m->copied[i] ? 1 : 0;
+}
+
 char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, tshim_outputs **out, size_t *n_out) {
 	*out = nullptr;
 	*n_out = 0;
@@ -350,9 +438,11 @@ char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, 
 		Guards g(m->opts.inference_mode != 0);
 		std::vector<c10::IValue> args;
 		if (dict != 0) {
+			const bool copy = !m->copied.empty() && m->copied[0];
 			c10::Dict<std::string, at::Tensor> d;
 			for (size_t i = 0; i < n; i++) {
-				d.insert(std::string(in[i].key, in[i].key_len), tensorInput(in[i], i));
+				at::Tensor t = tensorInput(in[i], i);
+				d.insert(std::string(in[i].key, in[i].key_len), copy ? t.clone() : t);
 			}
 			args.emplace_back(std::move(d));
 		} else {
@@ -360,6 +450,8 @@ char *tshim_forward(tshim_module *m, const tshim_value *in, size_t n, int dict, 
 			for (size_t i = 0; i < n; i++) {
 				if (in[i].dtype == TSHIM_STRINGS) {
 					args.emplace_back(stringsInput(in[i]));
+				} else if (i < m->copied.size() && m->copied[i]) {
+					args.emplace_back(tensorInput(in[i], i).clone());
 				} else {
 					args.emplace_back(tensorInput(in[i], i));
 				}

@@ -127,6 +127,12 @@ size_t tshim_num_args(const tshim_module *m);
 const char *tshim_arg_name(const tshim_module *m, size_t i);
 const char *tshim_arg_type(const tshim_module *m, size_t i);
 
+// tshim_arg_copied is 1 when forward may write argument i in place or keep
+// it in the module's state: tshim_forward then copies it first (the
+// others are wrapped over the caller's memory). Optional, as
+// tshim_module_training: a shim built before it has none.
+int tshim_arg_copied(const tshim_module *m, size_t i);
+
 // tshim_forward runs m's forward on the n inputs in[0:n] (positional), or,
 // when dict is 1, on a single Dict(str, Tensor) made of them, under m's
 // options. The result is flattened: a Tensor is one output, a List[str]
