@@ -78,6 +78,16 @@ func infer(t testing.TB, srv *triton.Server, model string, inputs ...tensor.Tens
 	return srv.Infer(context.Background(), &triton.InferRequest{Model: model, Inputs: inputs})
 }
 
+// inferIn sends FP32 IN [len(x)] = x to model and returns its FP32 OUT.
+func inferIn(ctx context.Context, t testing.TB, srv *triton.Server, model string, x ...float32) ([]float32, error) {
+	t.Helper()
+	resp, err := srv.Infer(ctx, &triton.InferRequest{Model: model, Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{int64(len(x))}, x))}})
+	if err != nil {
+		return nil, err
+	}
+	return floats(t, resp, "OUT"), nil
+}
+
 func floats(t testing.TB, resp *triton.InferResponse, name string) []float32 {
 	t.Helper()
 	out, ok := resp.Output(name)

@@ -487,6 +487,9 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 		p.kill(fmt.Sprintf("it answered %q (batch %d) to the execute of batch %d", m.Op, m.ID, r.id))
 		return
 	}
+	for _, id := range m.Freed {
+		p.inputsFreed(id)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m.Fail != nil {

@@ -67,15 +67,14 @@ type proc struct {
 	killed string                   // why the server killed it, for cause
 	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
 	nextID uint64
-	// The blocks of ended batches whose inputs the model still holds, by
-	// batch id, until the stub says "freed"; and the batches it said it of
-	// before their end (the event can overtake the answer).
-	kept       map[uint64]int64
-	freedEarly map[uint64]bool
-	initCtx    context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
-	seen       uint64          // messages read from the async socket and handled
-	ended      bool            // the async reader has ended
-	cond       *sync.Cond      // signalled as seen grows (on mu)
+	// kept holds, by batch id, the blocks of ended batches whose inputs
+	// the model still holds, until the stub says "freed"; -1 for a batch
+	// whose "freed" came before its end (the event can overtake the answer).
+	kept    map[uint64]int64
+	initCtx context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
+	seen    uint64          // messages read from the async socket and handled
+	ended   bool            // the async reader has ended
+	cond    *sync.Cond      // signalled as seen grows (on mu)
 }
 
 // startProc starts a stub process. The process is not initialised: the
@@ -408,7 +407,7 @@ func (w *lineLogger) Write(b []byte) (int, error) {
 func (p *proc) endInputs(id uint64, block int64, held bool) {
 	if held {
 		p.mu.Lock()
-		if !p.freedEarly[id] {
+		if p.kept[id] != -1 {
 			if p.kept == nil {
 				p.kept = map[uint64]int64{}
 			}
@@ -416,7 +415,7 @@ func (p *proc) endInputs(id uint64, block int64, held bool) {
 			p.mu.Unlock()
 			return
 		}
-		delete(p.freedEarly, id)
+		delete(p.kept, id) // freed already
 		p.mu.Unlock()
 	}
 	p.down.release(block)
@@ -430,10 +429,10 @@ func (p *proc) inputsFreed(id uint64) {
 	if ok {
 		delete(p.kept, id)
 	} else {
-		if p.freedEarly == nil {
-			p.freedEarly = map[uint64]bool{}
+		if p.kept == nil {
+			p.kept = map[uint64]int64{}
 		}
-		p.freedEarly[id] = true // the batch has not ended yet
+		p.kept[id] = -1 // the batch has not ended yet
 	}
 	p.mu.Unlock()
 	if ok {
@@ -445,5 +444,11 @@ func (p *proc) inputsFreed(id uint64) {
 func (p *proc) heldInputs() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.kept)
+	n := 0
+	for _, block := range p.kept {
+		if block >= 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -240,20 +240,13 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", y)]))
         return out
 `).Serve()
-	infer := func(ctx context.Context, x ...float32) ([]float32, error) {
-		resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "keeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{4}, x))}})
-		if err != nil {
-			return nil, err
-		}
-		return floats(t, resp, "OUT"), nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := infer(ctx, 1, 11, 12, 13); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := inferIn(ctx, t, srv, "keeper", 1, 11, 12, 13); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("kept request: %v, want its deadline's error", err)
 	}
 	for _, next := range [][]float32{{2, 21, 22, 23}, {3, 31, 32, 33}} {
-		got, err := infer(context.Background(), next...)
+		got, err := inferIn(context.Background(), t, srv, "keeper", next...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +254,7 @@ class TritonPythonModel:
 			t.Errorf("request %v: the kept request read %v, want %v (cancelled, its own inputs)", next, got, want)
 		}
 	}
-	got, err := infer(context.Background(), 4, 41, 42, 43)
+	got, err := inferIn(context.Background(), t, srv, "keeper", 4, 41, 42, 43)
 	if err != nil || !slices.Equal(got, []float32{4, 41, 42, 43}) {
 		t.Errorf("after the kept request was let go: %v, %v", got, err)
 	}
@@ -327,20 +320,13 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([cancelled], np.float32))]))
         return out
 `).Serve()
-	infer := func(ctx context.Context, x float32) ([]float32, error) {
-		resp, err := srv.Infer(ctx, &triton.InferRequest{Model: "senderkeeper", Inputs: []tensor.Tensor{must(tensor.From("IN", tensor.Shape{1}, []float32{x}))}})
-		if err != nil {
-			return nil, err
-		}
-		return floats(t, resp, "OUT"), nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := infer(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := inferIn(ctx, t, srv, "senderkeeper", 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the request whose sender is kept: %v, want its deadline's error", err)
 	}
 	for i := range 3 {
-		got, err := infer(context.Background(), 2)
+		got, err := inferIn(context.Background(), t, srv, "senderkeeper", 2)
 		if err != nil {
 			t.Fatal(err)
 		}

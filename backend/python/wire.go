@@ -21,7 +21,7 @@ import (
 //	init      {args, path, model_dir, auto_complete, shm_growth, shm_limit}
 //	          → ok {config?, is_ready?} | error {msg}
 //	execute   ["execute", id, flags, [[rid, corr, flags, timeout, params|None, outputs, inputs]]]
-//	          → ("done", id, seq, block|None, fail|None, [response|None] | None, [rescheduled]|None, held)
+//	          → ("done", id, seq, block|None, fail|None, [response|None] | None, [rescheduled]|None, held, [freed]|None)
 //	finalize  {} → ok, then the stub exits
 //
 // seq counts the events the stub sent before the answer: the server
@@ -29,7 +29,9 @@ import (
 // block holding the outputs of all of done's responses. held says that
 // the model still holds some of the batch's inputs (a request, a tensor or
 // an array over them, kept for later): the batch's block then stays the
-// stub's until a "freed" event for it.
+// stub's until the stub says it freed them, in the freed list of a later
+// answer (freed during that execute, so before the server writes the next
+// batch's inputs) or in a "freed" event (freed on another thread).
 //
 // Stub → server, event socket (read by the proc's reader goroutine):
 //
@@ -284,7 +286,8 @@ type stubMsg struct {
 	Seq       uint64
 	Block     *int64 // done: the one block of every response's outputs
 	Resched   []int  // done: the requests the model rescheduled
-	Held      bool   // done: the model still holds some of the batch's inputs ("freed" comes when it no longer does)
+	Held      bool     // done: the model still holds some of the batch's inputs ("freed" comes when it no longer does)
+	Freed     []uint64 // done: held batches whose last input the model freed during this execute
 
 	Batch    *uint64 // send, bls
 	Req      int
@@ -470,7 +473,7 @@ func (m *stubMsg) decode(d *dec) error {
 }
 
 // decodeDone reads the answer to an execute command, ("done", id, seq,
-// block, fail, responses, rescheduled, held): block and fail may be None,
+// block, fail, responses, rescheduled, held, freed): block and fail may be None,
 // responses is None for a decoupled model, and each response None when
 // its request's response sender answered it (or it was rescheduled);
 // rescheduled, the indices of the requests the model rescheduled, may be
@@ -523,6 +526,15 @@ func (m *stubMsg) decodeDone(d *dec) error {
 			})
 		case 7:
 			m.Held, err = d.boolean()
+		case 8:
+			if d.none() {
+				break
+			}
+			err = d.items(func(int) error {
+				n, err := d.integer()
+				m.Freed = append(m.Freed, uint64(n))
+				return err
+			})
 		default:
 			_, err = d.value()
 		}

@@ -238,7 +238,7 @@ def _numpy_names():
             _NUMPY_NAME[np.dtype(dt)] = name
 
 
-_state = {"in_execute": False, "finalizing": False, "auto_complete": False, "instance": "", "model": "", "path": ""}
+_state = {"in_execute": False, "answering": False, "finalizing": False, "auto_complete": False, "instance": "", "model": "", "path": ""}
 _batch = contextvars.ContextVar("triton_batch", default=None)  # the batch a BLS call belongs to
 
 
@@ -1027,9 +1027,14 @@ def _cancel_dropped():
     the server of the requests nothing can answer any more."""
     while True:
         item = _dropped.get()
-        if type(item) is tuple:  # ("freed", batch id): _hold_inputs
-            msg = {"op": "freed", "batch": item[1]}
-        elif type(item) is _Unanswered:
+        if item is _FLUSH:  # _hold_inputs
+            for bid in _take_freed() or ():
+                try:
+                    events.send({"op": "freed", "batch": bid})
+                except OSError:
+                    return
+            continue
+        if type(item) is _Unanswered:
             msg = {"op": "dropped", "batch": item.batch, "req": item.index}
         else:
             _calls.abandon(item)
@@ -1364,11 +1369,11 @@ def _background(coro):
 
 def _execute(msg):
     """Runs an execute command, ["execute", id, flags, requests]; its answer
-    is ("done", id, seq, block, fail, responses, rescheduled, held)."""
+    is ("done", id, seq, block, fail, responses, rescheduled, held, freed)."""
     _, bid, flags, wire = msg
     responses = block = fail = token = resched = requests = None
     batch = _Batch(bid, flags)
-    _state["in_execute"] = True
+    _state["in_execute"] = _state["answering"] = True
     try:
         requests = _requests(batch, wire)
         token = _batch.set(batch)
@@ -1403,11 +1408,27 @@ def _execute(msg):
             _batch.reset(token)
     requests = result = None  # what is left of the batch is the model's
     held = _hold_inputs(batch)
-    return "done", bid, events.sent, block, fail, responses, resched, held  # seq: the server handles those events first
+    _state["answering"] = False
+    freed = _take_freed()
+    return "done", bid, events.sent, block, fail, responses, resched, held, freed  # seq: the server handles those events first
 
 
 _held_inputs = {}  # batch id -> weak references to the views of its inputs that the model still holds
 _held_lock = threading.Lock()
+_freed = []  # ids of held batches whose last input the model freed, for the next answer or _cancel_dropped
+_FLUSH = ("freed",)  # tells _cancel_dropped to send what is in _freed
+_MAIN = threading.get_ident()  # the thread that imports the stub runs main
+
+
+def _take_freed():
+    """Empties _freed (either the answer or _cancel_dropped takes each id)."""
+    out = []
+    while _freed:
+        try:
+            out.append(_freed.pop())
+        except IndexError:  # the other taker was quicker
+            break
+    return out or None
 
 
 def _hold_inputs(batch):
@@ -1432,7 +1453,13 @@ def _hold_inputs(batch):
             last = left[0] == 0
         if last:
             del _held_inputs[bid]
-            _dropped.put(("freed", bid))  # not events.send: this runs wherever the last one was freed
+            _freed.append(bid)
+            # Freed in execute (the model replaced what it kept), the answer
+            # says so, before the server writes the next batch; freed
+            # elsewhere, _cancel_dropped does (not events.send: this runs
+            # wherever the last one was freed).
+            if not (_state["answering"] and threading.get_ident() == _MAIN):
+                _dropped.put(_FLUSH)
     _held_inputs[bid] = [weakref.ref(v, gone) for v in live]  # a reference lives as long as its callback may run
     return True
 

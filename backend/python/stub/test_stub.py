@@ -97,9 +97,19 @@ class HeldInputsTest(unittest.TestCase):
                 kept, held = self.held(keep)
                 self.assertTrue(held)
                 self.assertTrue(stub._dropped.empty())
-                del kept
-                self.assertEqual(stub._dropped.get_nowait(), ("freed", 5))
+                del kept  # outside execute: _cancel_dropped is to send it
+                self.assertIs(stub._dropped.get_nowait(), stub._FLUSH)
+                self.assertEqual(stub._take_freed(), [5])
                 self.assertNotIn(5, stub._held_inputs)
+
+    def test_freed_in_execute_goes_with_the_answer(self):
+        kept, held = self.held(lambda r: r)
+        self.assertTrue(held)
+        stub._state["answering"] = True  # as in the next execute, on this (the main) thread
+        self.addCleanup(stub._state.update, answering=False)
+        del kept
+        self.assertTrue(stub._dropped.empty())
+        self.assertEqual(stub._take_freed(), [5])
 
     def test_offset_of_an_input_array(self):
         (r,) = stub._requests(stub._Batch(1, 64), self.wire)
