@@ -284,8 +284,8 @@ type stubMsg struct {
 	Responses []*wireResponse
 	Fail      *string
 	Seq       uint64
-	Block     *int64 // done: the one block of every response's outputs
-	Resched   []int  // done: the requests the model rescheduled
+	Block     *int64   // done: the one block of every response's outputs
+	Resched   []int    // done: the requests the model rescheduled
 	Held      bool     // done: the model still holds some of the batch's inputs ("freed" comes when it no longer does)
 	Freed     []uint64 // done: held batches whose last input the model freed during this execute
 
