@@ -256,6 +256,7 @@ def models():
         ("inplace.pt", torch.jit.script(InPlace()), (torch.ones(4),)),
         ("keeps.pt", torch.jit.script(Keeps()), (torch.ones(4),)),
         ("keeps_in_list.pt", torch.jit.script(KeepsInList()), (torch.ones(4),)),
+        ("batchnorm.pt", torch.jit.script(BatchNormed().eval()), (torch.ones(1, 1, 5, 5),)),
     ]
 
 
@@ -298,6 +299,20 @@ class KeepsInList(torch.nn.Module):
         if len(self.kept) > 2:
             self.kept.pop(0)
         return prev
+
+
+class BatchNormed(torch.nn.Module):
+    """Scripted Conv2d(1→2, 3×3) and BatchNorm2d in eval mode: forward's
+    graph writes the module's own counter (num_batches_tracked, in the
+    branch training takes), never its input."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3)
+        self.bn = torch.nn.BatchNorm2d(2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.bn(self.conv(x))
 
 
 def main(argv):

@@ -252,7 +252,10 @@ void allNodes(torch::jit::Block *b, std::vector<torch::jit::Node *> *out) {
 std::vector<bool> writtenOrKept(torch::jit::Module &module) {
 	std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
 	torch::jit::Inline(*graph);
-	torch::jit::AliasDb db(graph);
+	// As a frozen module's: the module's attributes are its own, never the
+	// caller's memory, so a write to one (a BatchNorm's counter) is not
+	// one to an argument.
+	torch::jit::AliasDb db(graph, /*isFrozen=*/true);
 	std::vector<torch::jit::Node *> nodes;
 	allNodes(graph->block(), &nodes);
 	std::vector<torch::jit::Value *> state; // what forward reads of the module
