@@ -23,9 +23,11 @@ import sys
 SELF = "scripts/gen-torch-models.py"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-if __name__ == "__main__" and __file__ != SELF:
+if __name__ == "__main__" and (__file__ != SELF or os.environ.get("PYTHONHASHSEED") != "0"):
     # Re-run from the checkout's root with a relative, fixed file name (see
     # above); "<string>" is the only other frame a traced graph records.
+    # And with a fixed hash seed: TorchScript writes a module's constants
+    # (a BatchNorm's) in the order of a set of their names.
     out = [os.path.abspath(a) for a in sys.argv[1:]]
     boot = (
         "import sys, types\n"
@@ -36,7 +38,7 @@ if __name__ == "__main__" and __file__ != SELF:
         "exec(compile(open(%r).read(), %r, 'exec'), m.__dict__)\n"
     ) % (SELF, SELF, SELF, SELF)
     os.chdir(ROOT)
-    os.execv(sys.executable, [sys.executable, "-c", boot] + out)
+    os.execve(sys.executable, [sys.executable, "-c", boot] + out, dict(os.environ, PYTHONHASHSEED="0"))
 
 from typing import Dict, List, Optional, Tuple  # noqa: E402
 
