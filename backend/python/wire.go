@@ -516,30 +516,30 @@ func (m *stubMsg) decodeDone(d *dec) error {
 				return r.decode(d)
 			})
 		case 6:
-			if d.none() {
-				break
-			}
-			err = d.items(func(int) error {
-				n, err := d.integer()
-				m.Resched = append(m.Resched, int(n))
-				return err
-			})
+			m.Resched, err = intList[int](d)
 		case 7:
 			m.Held, err = d.boolean()
 		case 8:
-			if d.none() {
-				break
-			}
-			err = d.items(func(int) error {
-				n, err := d.integer()
-				m.Freed = append(m.Freed, uint64(n))
-				return err
-			})
+			m.Freed, err = intList[uint64](d)
 		default:
 			_, err = d.value()
 		}
 		return err
 	})
+}
+
+// intList reads None (nil) or a list of integers.
+func intList[T ~int | ~uint64](d *dec) ([]T, error) {
+	if d.none() {
+		return nil, nil
+	}
+	var out []T
+	err := d.items(func(int) error {
+		n, err := d.integer()
+		out = append(out, T(n))
+		return err
+	})
+	return out, err
 }
 
 // decode reads a response, (outputs, error, params), each may be None;
