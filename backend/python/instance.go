@@ -225,6 +225,18 @@ type run struct {
 	done     bool
 	ended    bool // finished is closed
 	held     bool // the stub's answer: the model still holds some of the batch's inputs
+	released bool // block went back to the region: nothing may write there (markCancelled)
+}
+
+// markCancelled raises request i's cancel flag in the batch's block, which
+// the stub's is_cancelled reads, unless the block has gone back to the
+// region (and may be another batch's by now).
+func (r *run) markCancelled(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.released {
+		r.p.down.mark(r.block + int64(4*i))
+	}
 }
 
 // Execute sends the batch to the stub and waits for its responses (a
@@ -251,6 +263,12 @@ func (in *instance) Execute(ctx context.Context, b *backend.Batch) error {
 	b.MarkInferDone()
 	p.waitSeen(ans.Seq) // first the responses its senders sent before execute returned
 	in.done(p, r, ans)
+	// The blocks the model let go of in this execute, once the responses
+	// are read (one of them may hold an output that is a view of an input)
+	// and before the next batch is written.
+	for _, id := range ans.Freed {
+		p.inputsFreed(id)
+	}
 	if err := in.rescheduled(ctx, r); err != nil {
 		return err
 	}
@@ -301,7 +319,7 @@ func (in *instance) watchHang(ctx context.Context, p *proc, r *run) *hangWatch {
 	}
 	w.after = context.AfterFunc(ctx, func() {
 		for i := range r.reqs {
-			p.down.mark(r.block + int64(4*i))
+			r.markCancelled(i)
 		}
 		arm(grace)
 	})
@@ -411,7 +429,7 @@ func (in *instance) prepare(ctx context.Context, p *proc, b *backend.Batch) (*ru
 				select {
 				case <-s.Done():
 					if s.Err() != nil { // cancelled, not finished: tell the model
-						p.down.mark(block + int64(4*i))
+						r.markCancelled(i)
 					}
 				case <-r.finished:
 				}
@@ -486,9 +504,6 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 	if m.Op != "done" || m.ID != r.id {
 		p.kill(fmt.Sprintf("it answered %q (batch %d) to the execute of batch %d", m.Op, m.ID, r.id))
 		return
-	}
-	for _, id := range m.Freed {
-		p.inputsFreed(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -649,7 +664,7 @@ func (in *instance) finishIfDone(r *run) {
 	in.mu.Unlock()
 	if mine {
 		r.ended = true
-		r.p.endInputs(r.id, r.block, r.held)
+		r.p.endInputs(r)
 		close(r.finished)
 	}
 }

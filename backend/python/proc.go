@@ -67,10 +67,10 @@ type proc struct {
 	killed string                   // why the server killed it, for cause
 	calls  map[uint64]chan *stubMsg // is_ready calls awaiting their answer
 	nextID uint64
-	// kept holds, by batch id, the blocks of ended batches whose inputs
-	// the model still holds, until the stub says "freed"; -1 for a batch
-	// whose "freed" came before its end (the event can overtake the answer).
-	kept    map[uint64]int64
+	// kept holds, by id, the ended batches whose inputs the model still
+	// holds, until the stub says "freed"; nil for a batch whose "freed"
+	// came before its end (the event can overtake the answer).
+	kept    map[uint64]*run
 	initCtx context.Context // the ctx of the initialize under way (its load's), for its calls; nil after
 	seen    uint64          // messages read from the async socket and handled
 	ended   bool            // the async reader has ended
@@ -401,42 +401,46 @@ func (w *lineLogger) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// endInputs gives back the block of batch id's inputs, which the server
-// is done with, unless the model still holds some of them (held, from the
-// stub's answer): the block then waits for the stub's "freed".
-func (p *proc) endInputs(id uint64, block int64, held bool) {
-	if held {
+// endInputs gives back the block of ended batch r's inputs, unless the
+// model still holds some of them (r.held, from the stub's answer): the
+// block then waits for the stub's "freed". r.mu is held.
+func (p *proc) endInputs(r *run) {
+	if r.held {
 		p.mu.Lock()
-		if p.kept[id] != -1 {
+		if early, ok := p.kept[r.id]; !ok || early != nil {
 			if p.kept == nil {
-				p.kept = map[uint64]int64{}
+				p.kept = map[uint64]*run{}
 			}
-			p.kept[id] = block
+			p.kept[r.id] = r
 			p.mu.Unlock()
 			return
 		}
-		delete(p.kept, id) // freed already
+		delete(p.kept, r.id) // freed already
 		p.mu.Unlock()
 	}
-	p.down.release(block)
+	r.released = true
+	p.down.release(r.block)
 }
 
 // inputsFreed handles the stub's "freed" for batch id: the model no longer
 // holds any of its inputs.
 func (p *proc) inputsFreed(id uint64) {
 	p.mu.Lock()
-	block, ok := p.kept[id]
-	if ok {
+	r := p.kept[id]
+	if r != nil {
 		delete(p.kept, id)
 	} else {
 		if p.kept == nil {
-			p.kept = map[uint64]int64{}
+			p.kept = map[uint64]*run{}
 		}
-		p.kept[id] = -1 // the batch has not ended yet
+		p.kept[id] = nil // the batch has not ended yet
 	}
 	p.mu.Unlock()
-	if ok {
-		p.down.release(block)
+	if r != nil {
+		r.mu.Lock()
+		r.released = true
+		p.down.release(r.block)
+		r.mu.Unlock()
 	}
 }
 
@@ -445,8 +449,8 @@ func (p *proc) heldInputs() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for _, block := range p.kept {
-		if block >= 0 {
+	for _, r := range p.kept {
+		if r != nil {
 			n++
 		}
 	}

@@ -239,7 +239,10 @@ def _numpy_names():
 
 
 _state = {"in_execute": False, "answering": False, "finalizing": False, "auto_complete": False, "instance": "", "model": "", "path": ""}
-_batch = contextvars.ContextVar("triton_batch", default=None)  # the batch a BLS call belongs to
+# The id of the batch a BLS call belongs to: its id, not the batch, which an
+# event loop made during an execute would keep in the context it copies
+# (and _hold_inputs would count as kept).
+_batch = contextvars.ContextVar("triton_batch", default=None)
 
 
 class TritonModelException(Exception):
@@ -835,7 +838,7 @@ class InferenceRequest:
             msg["params"] = self._parameters
         b = _batch.get()
         if b is not None:
-            msg["batch"] = b.id
+            msg["batch"] = b
         try:
             msg["inputs"] = _write_tensors(self._inputs, by_reference)[0] if self._inputs else []
         except Exception:
@@ -1186,7 +1189,7 @@ def _control(what, fail, msg):
         raise TypeError("model_name must be a str, not %s" % type(msg["model"]).__name__)
     b = _batch.get()
     if b is not None:
-        msg["batch"] = b.id
+        msg["batch"] = b
     try:
         return _request("control", what=what, **msg).get("ready", False)
     except TritonModelException as e:
@@ -1376,7 +1379,7 @@ def _execute(msg):
     _state["in_execute"] = _state["answering"] = True
     try:
         requests = _requests(batch, wire)
-        token = _batch.set(batch)
+        token = _batch.set(bid)
         if _state.get("no_execute"):
             raise TritonModelException("Python model %s does not implement `execute` method." % _state["path"])
         result = _model.execute(requests)
@@ -1414,7 +1417,7 @@ def _execute(msg):
 
 
 _held_inputs = {}  # batch id -> weak references to the views of its inputs that the model still holds
-_held_lock = threading.Lock()
+_held_lock = threading.RLock()  # a callback may run, as the collector frees, on a thread that holds it
 _freed = []  # ids of held batches whose last input the model freed, for the next answer or _cancel_dropped
 _FLUSH = ("freed",)  # tells _cancel_dropped to send what is in _freed
 _MAIN = threading.get_ident()  # the thread that imports the stub runs main
@@ -1439,8 +1442,9 @@ def _hold_inputs(batch):
     them is freed, when the stub tells it "freed". Without this, the next
     batch's inputs would be written over them."""
     views, batch.views = batch.views, None
-    live = [v for v in views if _refcount(v) > _VIEW_REFS]
-    if _refcount(batch) > _BATCH_REFS:  # a sender kept without its request: is_cancelled reads the block
+    view_refs, batch_refs = _refcounts(views, batch)
+    live = [v for v, n in zip(views, view_refs) if n > _VIEW_REFS]
+    if batch_refs > _BATCH_REFS:  # a sender kept without its request: is_cancelled reads the block
         live.append(batch)
     if not live:
         return False
@@ -1464,11 +1468,28 @@ def _hold_inputs(batch):
     return True
 
 
-_refcount = sys.getrefcount
-# The references to a view, and to the batch, that nobody else holds, in
-# _hold_inputs: for a view the list's, the loop's and the call's; for the
-# batch _execute's, _hold_inputs' and the call's.
-_VIEW_REFS, _BATCH_REFS = 3, 3
+def _refcounts(views, batch):
+    """The reference counts _hold_inputs compares with the baselines."""
+    return [sys.getrefcount(v) for v in views], sys.getrefcount(batch)
+
+
+def _baselines():
+    """The counts _refcounts gives for a batch and a view that nobody else
+    holds, as _execute (one local) and _hold_inputs (its argument, views)
+    hold them. Measured, not assumed: what getrefcount sees of a frame's
+    references changes between Python versions (3.14 borrows some)."""
+    batch = _Batch(0, 0)
+    batch.views = [memoryview(b"x")]
+    return _baseline_probe(batch)
+
+
+def _baseline_probe(batch):
+    views, batch.views = batch.views, None  # as _hold_inputs
+    view_refs, batch_refs = _refcounts(views, batch)
+    return view_refs[0], batch_refs
+
+
+_VIEW_REFS, _BATCH_REFS = _baselines()
 
 
 def _responses(batch, requests, result):

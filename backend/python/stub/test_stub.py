@@ -111,6 +111,20 @@ class HeldInputsTest(unittest.TestCase):
         self.assertTrue(stub._dropped.empty())
         self.assertEqual(stub._take_freed(), [5])
 
+    def test_async_execute_keeps_nothing(self):
+        # The event loop made in the first async execute copies the context
+        # of that execute: the batch must not be in it.
+        class Model:
+            async def execute(self, requests):
+                return [pb_utils.InferenceResponse([]) for _ in requests]
+        self.addCleanup(setattr, stub, "_model", stub._model)
+        self.addCleanup(setattr, stub, "events", stub.events)
+        stub._model, stub.events = Model(), type("Events", (), {"sent": 0})()
+        for bid in (7, 8):
+            answer = stub._execute(["execute", bid, 64, self.wire])
+            self.assertIsNone(answer[4])
+            self.assertFalse(answer[7], "batch %d held" % bid)
+
     def test_offset_of_an_input_array(self):
         (r,) = stub._requests(stub._Batch(1, 64), self.wire)
         self.assertEqual(stub.down.offset_of(r.inputs()[0].as_numpy()), 128)
