@@ -259,6 +259,7 @@ def models():
         ("keeps.pt", torch.jit.script(Keeps()), (torch.ones(4),)),
         ("keeps_in_list.pt", torch.jit.script(KeepsInList()), (torch.ones(4),)),
         ("batchnorm.pt", torch.jit.script(BatchNormed().eval()), (torch.ones(1, 1, 5, 5),)),
+        ("fork_inplace.pt", torch.jit.script(ForkInPlace()), (torch.ones(4),)),
     ]
 
 
@@ -301,6 +302,18 @@ class KeepsInList(torch.nn.Module):
         if len(self.kept) > 2:
             self.kept.pop(0)
         return prev
+
+
+def _add_one(x: Tensor) -> Tensor:
+    x.add_(1)
+    return x
+
+
+class ForkInPlace(torch.nn.Module):
+    """Scripted: x.add_(1) in a torch.jit.fork, then x * 2."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.jit.wait(torch.jit.fork(_add_one, x)) * 2
 
 
 class BatchNormed(torch.nn.Module):

@@ -638,7 +638,7 @@ func TestOpen(t *testing.T) {
 // the caller reuses its memory; the others are not copied.
 func TestWrittenOrKept(t *testing.T) {
 	copied := map[string][]bool{
-		"inplace.pt": {true}, "keeps.pt": {true}, "keeps_in_list.pt": {true},
+		"inplace.pt": {true}, "fork_inplace.pt": {true}, "keeps.pt": {true}, "keeps_in_list.pt": {true},
 		"addsub.pt": {false, false}, "cnn.pt": {false}, "state.pt": {false, false}, "strings.pt": {false},
 		"dict_in.pt": {false}, "transpose.pt": {false}, "raises.pt": {false}, "modes.pt": {false}, "batchnorm.pt": {false},
 	}
@@ -651,10 +651,12 @@ func TestWrittenOrKept(t *testing.T) {
 			t.Errorf("%s: Copied %v, want %v", model, got, want)
 		}
 	}
-	in := val(t, []int64{4}, float32(1), 2, 3, 4)
-	out := forward(t, load(t, "inplace.pt", torchrun.Options{InferenceMode: true}), in)
-	if got, data := view[float32](t, out[0]), view[float32](t, in); !slices.Equal(got, []float32{4, 6, 8, 10}) || !slices.Equal(data, []float32{1, 2, 3, 4}) {
-		t.Errorf("inplace.pt([1 2 3 4]) = %v, the input left %v; want [4 6 8 10], [1 2 3 4]", got, data)
+	for _, model := range []string{"inplace.pt", "fork_inplace.pt"} {
+		in := val(t, []int64{4}, float32(1), 2, 3, 4)
+		out := forward(t, load(t, model, torchrun.Options{InferenceMode: true}), in)
+		if got, data := view[float32](t, out[0]), view[float32](t, in); !slices.Equal(got, []float32{4, 6, 8, 10}) || !slices.Equal(data, []float32{1, 2, 3, 4}) {
+			t.Errorf("%s([1 2 3 4]) = %v, the input left %v; want [4 6 8 10], [1 2 3 4]", model, got, data)
+		}
 	}
 	for _, model := range []string{"keeps.pt", "keeps_in_list.pt"} {
 		m := load(t, model, torchrun.Options{InferenceMode: true})

@@ -292,6 +292,10 @@ std::vector<bool> writtenOrKept(torch::jit::Module &module) {
 			if (!holdsV) {
 				continue;
 			}
+			if (n->hasAttribute(c10::attr::Subgraph)) {
+				bad = true; // a graph the analysis does not look into (torch.jit.fork's) takes v
+				break;
+			}
 			for (torch::jit::Value *u : n->inputs()) {
 				if (db.writesToAlias(n, {u}) && (db.mayContainAlias(u, v) || inState(u))) {
 					bad = true; // v written in place, or put into the module's state (list.append(v))
