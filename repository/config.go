@@ -118,7 +118,7 @@ const ConfigsFolder = "configs"
 func ConfigFileFor(md ModelDir, name string) string {
 	if name != "" && md.FS != nil {
 		p := path.Join(ConfigsFolder, name+".pbtxt")
-		if fi, err := fs.Stat(md.FS, p); err == nil && !fi.IsDir() {
+		if fi, err := md.Stat(p); err == nil && !fi.IsDir() {
 			return p
 		}
 	}
@@ -134,7 +134,7 @@ func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, fou
 	}
 	// Only a regular file is read: a pipe would block the scan, a device
 	// could read without end.
-	fi, err := fs.Stat(md.FS, file)
+	fi, err := md.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &modelconfig.ModelConfig{Name: md.Name}, false, nil
 	}

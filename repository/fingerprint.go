@@ -47,7 +47,7 @@ func Fingerprint(md ModelDir) (uint64, error) {
 			if target, err := fs.ReadLink(md.FS, p); err == nil {
 				h.Write([]byte(target))
 			}
-			if info, err = fs.Stat(md.FS, p); err != nil {
+			if info, err = md.Stat(p); err != nil {
 				return nil // dangling: the link alone
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/triton-go/triton/repository"
@@ -72,8 +73,12 @@ func TestConfigFileSpecial(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(zero, "config.pbtxt")); err != nil {
 		t.Fatal(err)
 	}
-	for m, kind := range map[string]string{pipe: "a named pipe", zero: "a device"} {
-		md := repository.ModelDir{Name: filepath.Base(m), FS: os.DirFS(m), Dir: m}
+	models, err := repository.Scan([]repository.Root{repository.DirRoot(dir)}, zap.NewNop()) // model folders as the server gets them (fs.Sub)
+	if err != nil || len(models) != 2 {
+		t.Fatalf("Scan: %d models, %v", len(models), err)
+	}
+	for _, md := range models {
+		m, kind := filepath.Join(dir, md.Name), map[string]string{"pipe": "a named pipe", "zero": "a device"}[md.Name]
 		_, found, err := repository.ReadConfig(md)
 		if want := kind + ", not a regular file"; err == nil || !found || !strings.Contains(err.Error(), want) ||
 			!strings.Contains(err.Error(), filepath.Join(m, "config.pbtxt")) {

@@ -90,6 +90,16 @@ func (md ModelDir) Path(file string) string {
 	return path.Join(md.Name, file)
 }
 
+// Stat returns the FileInfo of file (a slash path in md), links followed,
+// without opening it: on disk with os.Stat, else with fs.Stat. (fs.Stat on
+// an fs.Sub opens the file, and opening a named pipe blocks.)
+func (md ModelDir) Stat(file string) (fs.FileInfo, error) {
+	if md.Dir != "" {
+		return os.Stat(md.Path(file))
+	}
+	return fs.Stat(md.FS, file)
+}
+
 // Scan lists the models of one or more repositories, sorted by name.
 //
 // Every folder at the top of a repository is a model folder; entries whose
