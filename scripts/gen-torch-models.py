@@ -260,6 +260,7 @@ def models():
         ("keeps_in_list.pt", torch.jit.script(KeepsInList()), (torch.ones(4),)),
         ("batchnorm.pt", torch.jit.script(BatchNormed().eval()), (torch.ones(1, 1, 5, 5),)),
         ("fork_inplace.pt", torch.jit.script(ForkInPlace()), (torch.ones(4),)),
+        ("copies_in.pt", torch.jit.script(CopiesIn()), (torch.ones(4),)),
     ]
 
 
@@ -316,6 +317,19 @@ class ForkInPlace(torch.nn.Module):
         return torch.jit.wait(torch.jit.fork(_add_one, x)) * 2
 
 
+class CopiesIn(torch.nn.Module):
+    """Scripted: copies x into the module's buffer (reads x, keeps nothing
+    of it), returns buffer * 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.buf = torch.zeros(4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.buf.copy_(x)
+        return self.buf * 2
+
+
 class BatchNormed(torch.nn.Module):
     """Scripted Conv2d(1→2, 3×3) and BatchNorm2d in eval mode: forward's
     graph writes the module's own counter (num_batches_tracked, in the
@@ -352,3 +366,9 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv)
+    # Running fork_inplace.pt started libtorch's inter-op threads, which the
+    # interpreter's exit can abort on ("terminate called without an active
+    # exception", seen in CI): every file is written, leave without the
+    # destructors.
+    sys.stdout.flush()
+    os._exit(0)

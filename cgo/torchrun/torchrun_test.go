@@ -641,6 +641,7 @@ func TestWrittenOrKept(t *testing.T) {
 		"inplace.pt": {true}, "fork_inplace.pt": {true}, "keeps.pt": {true}, "keeps_in_list.pt": {true},
 		"addsub.pt": {false, false}, "cnn.pt": {false}, "state.pt": {false, false}, "strings.pt": {false},
 		"dict_in.pt": {false}, "transpose.pt": {false}, "raises.pt": {false}, "modes.pt": {false}, "batchnorm.pt": {false},
+		"copies_in.pt": {false},
 	}
 	for model, want := range copied {
 		var got []bool
@@ -657,6 +658,10 @@ func TestWrittenOrKept(t *testing.T) {
 		if got, data := view[float32](t, out[0]), view[float32](t, in); !slices.Equal(got, []float32{4, 6, 8, 10}) || !slices.Equal(data, []float32{1, 2, 3, 4}) {
 			t.Errorf("%s([1 2 3 4]) = %v, the input left %v; want [4 6 8 10], [1 2 3 4]", model, got, data)
 		}
+	}
+	in := val(t, []int64{4}, float32(1), 2, 3, 4)
+	if got := view[float32](t, forward(t, load(t, "copies_in.pt", torchrun.Options{InferenceMode: true}), in)[0]); !slices.Equal(got, []float32{2, 4, 6, 8}) {
+		t.Errorf("copies_in.pt([1 2 3 4]) = %v, want [2 4 6 8]", got)
 	}
 	for _, model := range []string{"keeps.pt", "keeps_in_list.pt"} {
 		m := load(t, model, torchrun.Options{InferenceMode: true})

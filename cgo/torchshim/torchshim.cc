@@ -258,20 +258,6 @@ std::vector<bool> writtenOrKept(torch::jit::Module &module) {
 	torch::jit::AliasDb db(graph, /*isFrozen=*/true);
 	std::vector<torch::jit::Node *> nodes;
 	allNodes(graph->block(), &nodes);
-	std::vector<torch::jit::Value *> state; // what forward reads of the module
-	for (torch::jit::Node *n : nodes) {
-		if (n->kind() == c10::prim::GetAttr) {
-			state.push_back(n->output());
-		}
-	}
-	auto inState = [&](torch::jit::Value *u) {
-		for (torch::jit::Value *s : state) {
-			if (db.mayContainAlias(s, u)) {
-				return true;
-			}
-		}
-		return false;
-	};
 	std::vector<bool> out;
 	const auto inputs = graph->inputs();
 	for (size_t i = 1; i < inputs.size(); i++) { // 0 is self
@@ -297,8 +283,11 @@ std::vector<bool> writtenOrKept(torch::jit::Module &module) {
 				break;
 			}
 			for (torch::jit::Value *u : n->inputs()) {
-				if (db.writesToAlias(n, {u}) && (db.mayContainAlias(u, v) || inState(u))) {
-					bad = true; // v written in place, or put into the module's state (list.append(v))
+				// v (or a view or element of it) written in place, or a
+				// container written that holds v then (self.kept.append(v));
+				// not self.buf.copy_(v), which only reads v
+				if (db.writesToAlias(n, {u}) && db.mayContainAlias(u, v)) {
+					bad = true;
 					break;
 				}
 			}
