@@ -1442,11 +1442,8 @@ def _hold_inputs(batch):
     them is freed, when the stub tells it "freed". Without this, the next
     batch's inputs would be written over them."""
     views, batch.views = batch.views, None
-    view_refs, batch_refs = _refcounts(views, batch)
-    live = [v for v, n in zip(views, view_refs) if n > _VIEW_REFS]
-    if batch_refs > _BATCH_REFS:  # a sender kept without its request: is_cancelled reads the block
-        live.append(batch)
-    if not live:
+    live = _over(views, batch, _VIEW_REFS, _BATCH_REFS)
+    if live is None:
         return False
     bid = batch.id
     left = [len(live)]
@@ -1468,13 +1465,26 @@ def _hold_inputs(batch):
     return True
 
 
-def _refcounts(views, batch):
-    """The reference counts _hold_inputs compares with the baselines."""
-    return [sys.getrefcount(v) for v in views], sys.getrefcount(batch)
+def _over(views, batch, view_base, batch_base):
+    """The views with more references than view_base, and the batch if it
+    has more than batch_base (a sender kept without its request: its
+    is_cancelled reads the block), as getrefcount counts them here; None
+    when there are none."""
+    live = None
+    for v in views:
+        if sys.getrefcount(v) > view_base:
+            if live is None:
+                live = []
+            live.append(v)
+    if sys.getrefcount(batch) > batch_base:
+        if live is None:
+            live = []
+        live.append(batch)
+    return live
 
 
 def _baselines():
-    """The counts _refcounts gives for a batch and a view that nobody else
+    """The references _over counts for a view and a batch that nobody else
     holds, as _execute (one local) and _hold_inputs (its argument, views)
     hold them. Measured, not assumed: what getrefcount sees of a frame's
     references changes between Python versions (3.14 borrows some)."""
@@ -1485,8 +1495,12 @@ def _baselines():
 
 def _baseline_probe(batch):
     views, batch.views = batch.views, None  # as _hold_inputs
-    view_refs, batch_refs = _refcounts(views, batch)
-    return view_refs[0], batch_refs
+    view_base = batch_base = 1
+    while _over(views, batch, view_base, 1 << 30):
+        view_base += 1
+    while _over((), batch, 1 << 30, batch_base):
+        batch_base += 1
+    return view_base, batch_base
 
 
 _VIEW_REFS, _BATCH_REFS = _baselines()
