@@ -2,10 +2,13 @@ package backend
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -236,9 +239,14 @@ func (b *Batch) Layout(name string) Layout { return b.layouts[name] }
 // batch of one request it is that request's tensor itself. For a ragged
 // input ([Layout] Ragged: allow_ragged_batch), it is the requests' elements
 // concatenated into one rank-1 tensor, also for one request (its own data,
-// reshaped), as Triton's backends take ragged inputs. The result is
-// cached; the concatenation happens at most once per input.
+// reshaped), as Triton's backends take ragged inputs. For a batch input
+// ([Layout] Made: config batch_input) it is the tensor Triton's backends
+// make for the batch from the shapes of the requests' source input. The
+// result is cached; the concatenation happens at most once per input.
 func (b *Batch) Input(name string) (tensor.Tensor, error) {
+	if made := b.layouts[name].Made; made != nil {
+		return b.madeInput(name, made)
+	}
 	if len(b.Requests) == 1 {
 		t, ok := b.Requests[0].Input(name)
 		if !ok {
@@ -299,20 +307,12 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 		elems += n
 		size += len(t.Data)
 	}
-	// The one copy of the request path: into the batch's arena, reused by
-	// later batches (inputs are borrowed only until Execute returns), each
-	// tensor 8-byte aligned so typed views work.
-	start := (len(b.arena) + 7) &^ 7
-	if need := start + size; need > cap(b.arena) {
-		grown := make([]byte, len(b.arena), max(need, 2*cap(b.arena))) // earlier tensors keep the old array
-		copy(grown, b.arena)
-		b.arena = grown
-	}
-	b.arena = b.arena[:start]
+	// The one copy of the request path: into the batch's arena.
+	data, off := b.alloc(size), 0
 	for _, p := range parts {
-		b.arena = append(b.arena, p.Data...)
+		off += copy(data[off:], p.Data)
 	}
-	t := tensor.Tensor{Name: name, DataType: parts[0].DataType, Data: b.arena[start:len(b.arena):len(b.arena)]}
+	t := tensor.Tensor{Name: name, DataType: parts[0].DataType, Data: data}
 	if ragged {
 		t.Shape = tensor.Shape{elems}
 	} else {
@@ -325,8 +325,13 @@ func (b *Batch) Input(name string) (tensor.Tensor, error) {
 // SetOutput hands a whole-batch output to the requests that asked for it.
 // For a batched model t's first dimension must equal [Batch.Size]; each
 // request receives a view of its own rows (no copy). For a batch of one
-// request t is given to it as it is.
+// request t is given to it as it is. A batch output ([Layout] Scatter:
+// config batch_output) is cut instead into consecutive parts, one per
+// request, each in the shape of the request's source input.
 func (b *Batch) SetOutput(t tensor.Tensor) error {
+	if sc := b.layouts[t.Name].Scatter; sc != nil {
+		return b.scatterShaped(t, sc)
+	}
 	if len(b.Requests) == 1 {
 		b.Requests[0].SetOutput(t)
 		return nil
@@ -415,22 +420,16 @@ func (b *Batch) gatherAxis(name string, axis int) (tensor.Tensor, error) {
 	for _, d := range first.Shape[axis+1:] {
 		inner *= d
 	}
-	start := (len(b.arena) + 7) &^ 7
-	if need := start + size; need > cap(b.arena) {
-		grown := make([]byte, len(b.arena), max(need, 2*cap(b.arena)))
-		copy(grown, b.arena)
-		b.arena = grown
-	}
-	b.arena = b.arena[:start]
+	data, off := b.alloc(size), 0
 	for o := range outer {
 		for _, p := range parts {
 			n := p.Shape[axis] * inner
-			b.arena = append(b.arena, p.Data[o*n:(o+1)*n]...)
+			off += copy(data[off:], p.Data[o*n:(o+1)*n])
 		}
 	}
 	shape := slices.Clone(first.Shape)
 	shape[axis] = rows
-	t := tensor.Tensor{Name: name, DataType: first.DataType, Shape: shape, Data: b.arena[start:len(b.arena):len(b.arena)]}
+	t := tensor.Tensor{Name: name, DataType: first.DataType, Shape: shape, Data: data}
 	b.gathered = append(b.gathered, t)
 	return t, nil
 }
@@ -466,6 +465,147 @@ func (b *Batch) scatterAxis(t tensor.Tensor, axis int) error {
 			data = append(data, t.Data[base:base+r.BatchSize*inner]...)
 		}
 		r.SetOutput(tensor.Tensor{Name: t.Name, DataType: t.DataType, Shape: shape, Data: data})
+	}
+	return nil
+}
+
+// alloc returns n bytes of the batch's arena, 8-byte aligned so typed views
+// work. The arena is reused by later batches (inputs are borrowed only
+// until Execute returns); when it grows, the tensors already in it keep
+// the old array.
+func (b *Batch) alloc(n int) []byte {
+	start := (len(b.arena) + 7) &^ 7
+	if need := start + n; need > cap(b.arena) {
+		grown := make([]byte, len(b.arena), max(need, 2*cap(b.arena)))
+		copy(grown, b.arena)
+		b.arena = grown
+	}
+	b.arena = b.arena[:start+n]
+	return b.arena[start : start+n : start+n]
+}
+
+// madeInput makes the batch input named name for the batch, as Triton's
+// backends make it: per request, the element count of its source input
+// (BATCH_ELEMENT_COUNT, shape [requests]), the running sum of the counts
+// (BATCH_ACCUMULATED_ELEMENT_COUNT, [requests]; ..._WITH_ZERO, [requests +
+// 1] starting with 0), a tensor of zeros whose shape is the largest count
+// (BATCH_MAX_ELEMENT_COUNT_AS_SHAPE, [max]), or the shape of each item of
+// the batch without its batch dimension (BATCH_ITEM_SHAPE, [items, rank];
+// ..._FLATTEN, [items * rank]).
+func (b *Batch) madeInput(name string, made *BatchInput) (tensor.Tensor, error) {
+	for i := range b.gathered {
+		if b.gathered[i].Name == name {
+			return b.gathered[i], nil
+		}
+	}
+	if made.DataType != tensor.Int32 && made.DataType != tensor.FP32 {
+		return tensor.Tensor{}, fmt.Errorf("batch input %q: datatype %s, want TYPE_INT32 or TYPE_FP32", name, made.DataType.ConfigName())
+	}
+	kind := made.Kind
+	var values []int64 // the tensor's values, in order
+	var shape tensor.Shape
+	var total, largest, items int64
+	rank := -1
+	for _, r := range b.Requests {
+		src, ok := r.Input(made.Source)
+		if !ok {
+			return tensor.Tensor{}, fmt.Errorf("batch input %q: request %q has no input %q to take it from: %w", name, r.ID, made.Source, ErrInvalidInput)
+		}
+		n, err := src.Shape.NumElements()
+		if err != nil {
+			return tensor.Tensor{}, fmt.Errorf("batch input %q: input %q: %w", name, made.Source, err)
+		}
+		switch kind {
+		case modelconfig.BatchInput_BATCH_ELEMENT_COUNT:
+			values = append(values, n)
+		case modelconfig.BatchInput_BATCH_ACCUMULATED_ELEMENT_COUNT, modelconfig.BatchInput_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
+			if len(values) == 0 && kind == modelconfig.BatchInput_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO {
+				values = append(values, 0)
+			}
+			total += n
+			values = append(values, total)
+		case modelconfig.BatchInput_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
+			largest = max(largest, n)
+		case modelconfig.BatchInput_BATCH_ITEM_SHAPE, modelconfig.BatchInput_BATCH_ITEM_SHAPE_FLATTEN:
+			if len(src.Shape) == 0 {
+				return tensor.Tensor{}, fmt.Errorf("batch input %q: request %q gives input %q as a scalar; %s needs its batch dimension: %w", name, r.ID, made.Source, kind, ErrInvalidInput)
+			}
+			if rank >= 0 && len(src.Shape)-1 != rank {
+				return tensor.Tensor{}, fmt.Errorf("batch input %q: request %q gives input %q with rank %d, request %q with rank %d: %w",
+					name, r.ID, made.Source, len(src.Shape), b.Requests[0].ID, rank+1, ErrInvalidInput)
+			}
+			rank = len(src.Shape) - 1
+			for range src.Shape[0] {
+				values = append(values, src.Shape[1:]...)
+			}
+			items += src.Shape[0]
+		default:
+			return tensor.Tensor{}, fmt.Errorf("batch input %q: unknown kind %s", name, kind)
+		}
+	}
+	switch kind {
+	case modelconfig.BatchInput_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
+		shape = tensor.Shape{largest}
+	case modelconfig.BatchInput_BATCH_ITEM_SHAPE:
+		shape = tensor.Shape{items, int64(max(rank, 0))}
+	default:
+		shape = tensor.Shape{int64(len(values))}
+	}
+	n, err := shape.NumElements()
+	if err != nil {
+		return tensor.Tensor{}, fmt.Errorf("batch input %q: %w", name, err)
+	}
+	data := b.alloc(int(n) * 4)
+	clear(data)
+	for i, v := range values {
+		bits := uint32(v)
+		if made.DataType == tensor.FP32 {
+			bits = math.Float32bits(float32(v))
+		}
+		binary.LittleEndian.PutUint32(data[4*i:], bits)
+	}
+	t := tensor.Tensor{Name: name, DataType: made.DataType, Shape: shape, Data: data}
+	b.gathered = append(b.gathered, t)
+	return t, nil
+}
+
+// scatterShaped cuts a batch output into consecutive parts, one per
+// request, each in the shape sc.Shape takes from the request's source
+// input (every -1 replaced by the source's dimension of the same index);
+// each part is a view of t.
+func (b *Batch) scatterShaped(t tensor.Tensor, sc *BatchOutput) error {
+	size := int64(t.DataType.Size())
+	if size <= 0 {
+		return fmt.Errorf("output %q: batch_output needs a fixed-size datatype, got %s", t.Name, t.DataType.ConfigName())
+	}
+	var off int64
+	for _, r := range b.Requests {
+		src, ok := r.Input(sc.Source)
+		if !ok {
+			return fmt.Errorf("output %q: request %q has no input %q to take its shape from: %w", t.Name, r.ID, sc.Source, ErrInvalidInput)
+		}
+		shape := slices.Clone(sc.Shape)
+		for d := range shape {
+			if shape[d] != -1 {
+				continue
+			}
+			if d >= len(src.Shape) {
+				return fmt.Errorf("output %q: its dimension %d takes input %q's, which has shape %v", t.Name, d, sc.Source, src.Shape)
+			}
+			shape[d] = src.Shape[d]
+		}
+		n, err := shape.NumElements()
+		if err != nil {
+			return fmt.Errorf("output %q: %w", t.Name, err)
+		}
+		end := off + n*size
+		if end > int64(len(t.Data)) {
+			return fmt.Errorf("output %q: %d bytes, but the batch's requests take more by the shapes of input %q (request %q: %v)", t.Name, len(t.Data), sc.Source, r.ID, shape)
+		}
+		if r.Wants(t.Name) {
+			r.SetOutput(tensor.Tensor{Name: t.Name, DataType: t.DataType, Shape: shape, Data: t.Data[off:end:end]})
+		}
+		off = end
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/tensor"
 )
 
 // Layout is how a tensor of a batching model carries the batch. The zero
@@ -21,6 +22,80 @@ type Layout struct {
 	// every request's elements in one rank-1 tensor, whatever their shapes
 	// and however many requests, as Triton's backends take ragged inputs.
 	Ragged bool
+	// Made is set for a batch input (config batch_input): an input no
+	// request carries, which [Batch.Input] makes for the whole batch from
+	// the shapes of another input, as Triton's backends make them for
+	// ragged batching.
+	Made *BatchInput
+	// Scatter is set for a batch output (config batch_output
+	// BATCH_SCATTER_WITH_INPUT_SHAPE): [Batch.SetOutput] gives each request
+	// its part of the output in the shape of one of its inputs.
+	Scatter *BatchOutput
+}
+
+// BatchInput is a compiled batch_input entry for one of its targets.
+type BatchInput struct {
+	// Kind says what the tensor holds (modelconfig's BatchInput_Kind:
+	// element counts, accumulated counts, item shapes, ...).
+	Kind modelconfig.BatchInput_Kind
+	// Source is the input whose shapes it describes.
+	Source string
+	// DataType is the tensor's datatype: tensor.Int32 or tensor.FP32.
+	DataType tensor.DataType
+}
+
+// BatchOutput is a compiled batch_output entry for one of its targets.
+type BatchOutput struct {
+	// Source is the input whose shape each request's part takes.
+	Source string
+	// Shape is the config output's shape, -1 first for the batch when the
+	// model batches: each -1 takes the source input's dimension of the
+	// same index.
+	Shape tensor.Shape
+}
+
+// BatchLayouts returns the layouts of the config's batch_input targets
+// (Made) and batch_output targets (Scatter), by name; nil when it has
+// none. The configuration is a validated one.
+func BatchLayouts(cfg *modelconfig.ModelConfig) map[string]Layout {
+	var l map[string]Layout
+	set := func(name string, x Layout) {
+		if l == nil {
+			l = map[string]Layout{}
+		}
+		l[name] = x
+	}
+	for _, bi := range cfg.GetBatchInput() {
+		if len(bi.GetSourceInput()) != 1 {
+			continue
+		}
+		made := &BatchInput{Kind: bi.GetKind(), Source: bi.GetSourceInput()[0], DataType: tensor.DataType(bi.GetDataType())}
+		for _, name := range bi.GetTargetName() {
+			set(name, Layout{Made: made})
+		}
+	}
+	for _, bo := range cfg.GetBatchOutput() {
+		if len(bo.GetSourceInput()) != 1 {
+			continue
+		}
+		for _, name := range bo.GetTargetName() {
+			for _, out := range cfg.GetOutput() {
+				if out.GetName() != name {
+					continue
+				}
+				dims := out.GetDims()
+				if r := out.GetReshape(); r != nil {
+					dims = r.GetShape()
+				}
+				var shape tensor.Shape
+				if cfg.GetMaxBatchSize() > 0 {
+					shape = append(shape, -1)
+				}
+				set(name, Layout{Scatter: &BatchOutput{Source: bo.GetSourceInput()[0], Shape: append(shape, dims...)}})
+			}
+		}
+	}
+	return l
 }
 
 // Model configuration parameters that give tensors of a batching model

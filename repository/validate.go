@@ -296,6 +296,7 @@ func (v *validator) outputNames() map[string]bool {
 
 func (v *validator) checkBatchInputs() {
 	inputs := v.inputNames()
+	targets := map[string]bool{}
 	for i, bi := range v.cfg.GetBatchInput() {
 		f := fmt.Sprintf("batch_input[%d]", i)
 		kind := bi.GetKind()
@@ -304,6 +305,17 @@ func (v *validator) checkBatchInputs() {
 		}
 		if len(bi.GetTargetName()) == 0 {
 			v.add(f+".target_name", "batch input kind '%s' must specify 'target_name' for %s", kind, v.model)
+		}
+		// Beyond Triton, which would feed the model one of two tensors of
+		// the same name.
+		for _, t := range bi.GetTargetName() {
+			switch {
+			case inputs[t]:
+				v.add(f+".target_name", "batch input target '%s' is also a model input of %s; the server makes batch inputs, requests do not send them", t, v.model)
+			case targets[t]:
+				v.add(f+".target_name", "batch input target '%s' is named more than once", t)
+			}
+			targets[t] = true
 		}
 		switch dt := bi.GetDataType(); dt {
 		case modelconfig.DataType_TYPE_INT32, modelconfig.DataType_TYPE_FP32:

@@ -335,6 +335,41 @@ def classifier():
     )
 
 
+def ragged():
+    """Ragged batching: X is the elements of every request of a batch in one
+    rank-1 tensor, OFFSETS where each request's elements start and end
+    (batch input BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO); Y is each
+    element plus 100 times the index of its request (the number of requests
+    that end at or before the element)."""
+    return model(
+        "ragged",
+        [
+            helper.make_node("Shape", ["X"], ["n"], name="n"),
+            helper.make_node("Squeeze", ["n", "zero"], ["n0"], name="n0"),
+            helper.make_node("Range", ["zero_i64", "n0", "one_i64"], ["pos"], name="pos"),
+            helper.make_node("Cast", ["pos"], ["posi"], name="posi", to=TensorProto.INT32),
+            helper.make_node("Unsqueeze", ["posi", "one"], ["col"], name="col"),
+            helper.make_node("Slice", ["OFFSETS", "one", "big"], ["ends"], name="ends"),
+            helper.make_node("Unsqueeze", ["ends", "zero"], ["row"], name="row"),
+            helper.make_node("LessOrEqual", ["row", "col"], ["done"], name="done"),
+            helper.make_node("Cast", ["done"], ["donef"], name="donef", to=TensorProto.FLOAT),
+            helper.make_node("ReduceSum", ["donef", "one"], ["index"], name="index", keepdims=0),
+            helper.make_node("Mul", ["index", "hundred"], ["shift"], name="shift"),
+            helper.make_node("Add", ["X", "shift"], ["Y"], name="y"),
+        ],
+        [vi("X", TensorProto.FLOAT, ["elements"]), vi("OFFSETS", TensorProto.INT32, ["requests_and_one"])],
+        [vi("Y", TensorProto.FLOAT, ["elements"])],
+        [
+            helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+            helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("big", TensorProto.INT64, [1], [2**31 - 1]),
+            helper.make_tensor("zero_i64", TensorProto.INT64, [], [0]),
+            helper.make_tensor("one_i64", TensorProto.INT64, [], [1]),
+            helper.make_tensor("hundred", TensorProto.FLOAT, [], [100.0]),
+        ],
+    )
+
+
 def main(argv):
     if len(argv) > 2:
         sys.exit("usage: gen-test-models.py [OUTDIR]")
@@ -353,6 +388,7 @@ def main(argv):
         sentiment(),
         detector(),
         classifier(),
+        ragged(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")

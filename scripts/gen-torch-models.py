@@ -261,6 +261,7 @@ def models():
         ("batchnorm.pt", torch.jit.script(BatchNormed().eval()), (torch.ones(1, 1, 5, 5),)),
         ("fork_inplace.pt", torch.jit.script(ForkInPlace()), (torch.ones(4),)),
         ("copies_in.pt", torch.jit.script(CopiesIn()), (torch.ones(4),)),
+        ("ragged.pt", torch.jit.script(Ragged()), (torch.ones(5), torch.tensor([0, 2, 5], dtype=torch.int32))),
     ]
 
 
@@ -342,6 +343,18 @@ class BatchNormed(torch.nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.bn(self.conv(x))
+
+
+class Ragged(torch.nn.Module):
+    """Scripted, for ragged batching: x is the elements of every request of
+    the batch in one rank-1 tensor, offsets where each request's elements
+    start and end (batch input BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO);
+    returns each element plus 100 times the index of its request."""
+
+    def forward(self, x: Tensor, offsets: Tensor) -> Tensor:
+        counts = (offsets[1:] - offsets[:-1]).long()
+        request = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+        return x + 100 * request.to(x.dtype)
 
 
 def main(argv):

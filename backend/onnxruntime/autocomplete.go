@@ -176,6 +176,7 @@ func normalizeDims(d []int64) []int64 {
 // the model file and the tensor.
 func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo) error {
 	batching := cfg.GetMaxBatchSize() > 0
+	batchLayouts := backend.BatchLayouts(cfg)
 	find := func(list []ort.InputOutputInfo, name string) *ort.InputOutputInfo {
 		for i := range list {
 			if list[i].Name == name {
@@ -203,6 +204,16 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 		if reshape != nil {
 			shape = reshape.GetShape()
 		}
+		model := normalizeDims(io.Dimensions)
+		switch {
+		case kind == "output" && batchLayouts[name].Scatter != nil:
+			return nil // its shape is each request's source input's, as Triton leaves it unchecked
+		case kind == "input" && batching && slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == name && in.GetAllowRaggedBatch() }):
+			if len(model) != 1 || model[0] != -1 {
+				return fmt.Errorf("%s: configuration input '%s' is ragged (allow_ragged_batch), which the model takes as the batch's elements in one tensor of shape [-1], but the model's is %v", file, name, model)
+			}
+			return nil
+		}
 		if batching && !(kind == "input" && backend.SharedInput(cfg, name)) {
 			axis, err := tensorAxis(cfg, name)
 			if err != nil {
@@ -210,7 +221,6 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 			}
 			shape = insertBatch(shape, min(axis, len(shape)))
 		}
-		model := normalizeDims(io.Dimensions)
 		if !dimsCompatible(shape, model) && !scalarOK(batching, shape, model) {
 			hint := ""
 			if batching && len(shape) == len(model)+1 {
@@ -225,6 +235,26 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 	for _, in := range cfg.GetInput() {
 		if err := check("input", in.GetName(), in.GetDataType(), in.GetDims(), in.GetReshape(), ins); err != nil {
 			return err
+		}
+	}
+	// Batch inputs: rank 1 ([items, rank] for BATCH_ITEM_SHAPE), of the
+	// batch_input's datatype.
+	for _, bi := range cfg.GetBatchInput() {
+		for _, name := range bi.GetTargetName() {
+			io := find(ins, name)
+			if io == nil {
+				return fmt.Errorf("%s: batch_input target '%s' is not one of the model's inputs %v", file, name, names(ins))
+			}
+			if want := tritonType(io.DataType); tensor.DataType(bi.GetDataType()) != want {
+				return fmt.Errorf("%s: batch_input target '%s' has datatype %s, but the model's is %s", file, name, tensor.DataType(bi.GetDataType()).ConfigName(), want.ConfigName())
+			}
+			shape := []int64{-1}
+			if bi.GetKind() == modelconfig.BatchInput_BATCH_ITEM_SHAPE {
+				shape = []int64{-1, -1}
+			}
+			if model := normalizeDims(io.Dimensions); len(model) != len(shape) {
+				return fmt.Errorf("%s: batch_input target '%s' (%s) has shape %v, but the model's is %v", file, name, bi.GetKind(), shape, model)
+			}
 		}
 	}
 	for _, out := range cfg.GetOutput() {
@@ -279,9 +309,10 @@ func checkConfig(file string, cfg *modelconfig.ModelConfig, ins, outs []ort.Inpu
 	}
 	seqNames, _ := sequenceNames(cfg)
 	for _, io := range ins {
-		found := seqNames[io.Name] || slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == io.Name })
+		found := seqNames[io.Name] || batchLayouts[io.Name].Made != nil ||
+			slices.ContainsFunc(cfg.GetInput(), func(in *modelconfig.ModelInput) bool { return in.GetName() == io.Name })
 		if !found {
-			return fmt.Errorf("%s: model input '%s' is not in the configuration; every model input must be configured (in input, or as a sequence_batching state or control input)", file, io.Name)
+			return fmt.Errorf("%s: model input '%s' is not in the configuration; every model input must be configured (in input, in batch_input, or as a sequence_batching state or control input)", file, io.Name)
 		}
 	}
 	return nil

@@ -164,6 +164,9 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 		for _, in := range spec.Config.GetInput() {
 			m.inputs = append(m.inputs, in.GetName())
 		}
+		for _, bi := range spec.Config.GetBatchInput() {
+			m.inputs = append(m.inputs, bi.GetTargetName()...) // the server makes them (backend.Batch.Input)
+		}
 		for _, out := range spec.Config.GetOutput() {
 			m.outputs = append(m.outputs, out.GetName())
 		}
@@ -216,8 +219,8 @@ type outputShape struct {
 // left for the batch size, known only when every other dimension is fixed.
 func knownShape(cfg *modelconfig.ModelConfig, name string, outs []ort.InputOutputInfo) (outputShape, error) {
 	k := slices.IndexFunc(outs, func(o ort.InputOutputInfo) bool { return o.Name == name })
-	if k < 0 {
-		return outputShape{}, nil
+	if k < 0 || backend.BatchLayouts(cfg)[name].Scatter != nil {
+		return outputShape{}, nil // a batch output's size follows its source input's
 	}
 	s := outputShape{dims: normalizeDims(outs[k].Dimensions), batch: -1}
 	if cfg.GetMaxBatchSize() > 0 {

@@ -3,6 +3,7 @@ package pytorch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,9 +104,6 @@ func indexOf(name string) (index int, ok bool) {
 // argument, a tensor where forward takes List[str] and the reverse.
 func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*plan, error) {
 	p := &plan{args: len(args)}
-	if len(cfg.GetBatchInput()) > 0 {
-		return nil, fmt.Errorf("model '%s': batch_input is not supported by the pytorch backend of this server: %w", model, errors.ErrUnsupported)
-	}
 	sb := cfg.GetSequenceBatching()
 
 	// Sequence controls: <name>__<index> names, CORRID of a torch type.
@@ -124,7 +122,13 @@ func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*pla
 		}
 		controls = append(controls, feed{name: name, arg: index, dt: dt})
 	}
-	expected := len(cfg.GetInput()) + len(controls) + len(sb.GetState())
+	var made []feed // batch inputs: the server makes them for each batch
+	for _, bi := range cfg.GetBatchInput() {
+		for _, name := range bi.GetTargetName() {
+			made = append(made, feed{name: name, dt: configType(bi.GetDataType())})
+		}
+	}
+	expected := len(cfg.GetInput()) + len(made) + len(controls) + len(sb.GetState())
 
 	// forward's arguments: one Dict(str, Tensor), or Tensors and Lists.
 	if len(args) == 1 && strings.HasPrefix(args[0].typ, "Dict(") {
@@ -190,6 +194,27 @@ func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*pla
 		f.strings = f.dt == tensor.Bytes
 		p.feeds = append(p.feeds, f)
 	}
+	// Batch inputs come after the inputs, as Triton maps them: by their
+	// names under the inputs' convention, or in order after the inputs.
+	for k := range made {
+		f := &made[k]
+		switch conv {
+		case forwardArgument:
+			f.arg = slices.IndexFunc(args, func(a argument) bool { return a.name == f.name })
+			if f.arg < 0 && !p.dict {
+				return nil, invalidf("batch input '%s' of model '%s' is not an argument of forward; the model's inputs are named after forward's arguments, so its batch inputs must be too", f.name, model)
+			}
+		case namedIndex:
+			index, ok := indexOf(f.name)
+			if !ok {
+				return nil, fmt.Errorf("input '%s' does not follow <name>__<index> naming convention.", f.name)
+			}
+			f.arg = index
+		case strictOrdering:
+			f.arg = len(cfg.GetInput()) + k
+		}
+	}
+	p.feeds = append(p.feeds, made...)
 	for _, st := range sb.GetState() {
 		f := feed{name: st.GetInputName(), dt: configType(st.GetDataType())}
 		f.arg, _ = indexOf(f.name)

@@ -2,6 +2,7 @@ package pytorch
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -230,12 +231,53 @@ sequence_batching { state [ { input_name: "S__1" output_name: "S_OUT" data_type:
 	}
 }
 
-func TestPlanBatchInputRefused(t *testing.T) {
-	cfg := parse(t, `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N__1" data_type: TYPE_FP32 source_input: "INPUT__0" } ]`)
-	_, err := makePlan("m", cfg, tensors("x", "n"))
-	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "batch_input") {
-		t.Errorf("error %v, want one naming batch_input and wrapping errors.ErrUnsupported", err)
+// TestPlanBatchInputs: batch inputs are forward arguments after the
+// config's inputs, mapped under the inputs' naming convention (Triton's
+// AddInputToMap), and counted in the arguments forward must take.
+func TestPlanBatchInputs(t *testing.T) {
+	const out = ` output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ -1 ] } ] max_batch_size: 4`
+	bi := func(targets string) string {
+		return ` batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: [ ` + targets + ` ] data_type: TYPE_INT32 source_input: "%s" } ]`
+	}
+	for _, c := range []struct {
+		name   string
+		input  string // the config input's name
+		bi     string
+		args   []argument
+		feeds  map[string]int
+		errSub string
+	}{
+		{name: "named index", input: "X__0", bi: bi(`"N__2", "M__1"`), args: tensors("x", "m", "n"), feeds: map[string]int{"X__0": 0, "N__2": 2, "M__1": 1}},
+		{name: "forward arguments", input: "x", bi: bi(`"offsets"`), args: tensors("offsets", "x"), feeds: map[string]int{"x": 1, "offsets": 0}},
+		{name: "strict ordering", input: "INPUT", bi: bi(`"A", "B"`), args: tensors("p", "q", "r"), feeds: map[string]int{"INPUT": 0, "A": 1, "B": 2}},
+		{name: "counted", input: "X__0", bi: bi(`"N__1"`), args: tensors("x"), errSub: "configuration expects 2 inputs, model provides 1"},
+		{name: "not an argument", input: "x", bi: bi(`"offsets"`), args: tensors("x", "y"), errSub: "batch input 'offsets' of model 'm' is not an argument of forward"},
+		{name: "not indexed", input: "X__0", bi: bi(`"N"`), args: tensors("x", "n"), errSub: "input 'N' does not follow <name>__<index> naming convention."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := parse(t, `input [ { name: "`+c.input+`" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]`+out+
+				strings.ReplaceAll(c.bi, "%s", c.input))
+			p, err := makePlan("m", cfg, c.args)
+			if c.errSub != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errSub) {
+					t.Fatalf("error %v, want one with %q", err, c.errSub)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, f := range p.feeds {
+				got[f.name] = f.arg
+				if f.name != c.input && (f.dt != tensor.Int32 || f.strings) {
+					t.Errorf("batch input %s: %v, want TYPE_INT32 as a Tensor", f.name, f.dt)
+				}
+			}
+			if !maps.Equal(got, c.feeds) {
+				t.Errorf("feeds %v, want %v", got, c.feeds)
+			}
+		})
 	}
 }
 

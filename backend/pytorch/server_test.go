@@ -338,3 +338,52 @@ output [ { name: "S__0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "D__1" data
 		t.Errorf("S__0 of empty inputs: %v %d bytes, want [0]", s.Shape, len(s.Data))
 	}
 }
+
+// TestServeRaggedBatching: four requests of different lengths run as one
+// batch of ragged.pt, which takes every element in one rank-1 tensor and
+// the batch input that says where each request's elements lie; each
+// request gets back its own elements, in its own shape (batch_output),
+// each plus 100 times its place in the batch.
+func TestServeRaggedBatching(t *testing.T) {
+	srv := newRepo(t).model("ragged", "ragged.pt", `backend: "pytorch"
+max_batch_size: 4
+dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 60000000 }
+input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO target_name: "offsets" data_type: TYPE_INT32 source_input: "x" } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+batch_output [ { target_name: "OUTPUT__0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "x" } ]`).Serve()
+	places := make([]float32, 4)
+	var wg sync.WaitGroup
+	for k := range 4 {
+		wg.Go(func() {
+			in := seq(k+1, func(i int) float32 { return float32(10*k + i) })
+			resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "ragged", Inputs: []tensor.Tensor{
+				must(tensor.From("x", tensor.Shape{1, int64(k + 1)}, in)),
+			}})
+			if err != nil {
+				t.Errorf("request %d: %v", k, err)
+				return
+			}
+			out := output(t, resp, "OUTPUT__0")
+			got, err := tensor.View[float32](out)
+			if err != nil || !out.Shape.Equal(tensor.Shape{1, int64(k + 1)}) {
+				t.Errorf("request %d: output %v %v, want shape [1 %d]", k, out.Shape, err, k+1)
+				return
+			}
+			places[k] = got[0] - in[0]
+			for i := range got {
+				if got[i]-in[i] != places[k] {
+					t.Errorf("request %d: output %v for input %v: not one offset for the request", k, got, in)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(places)
+	if !slices.Equal(places, []float32{0, 100, 200, 300}) {
+		t.Errorf("offsets the model added %v, want 0, 100, 200 and 300 (each request's place in one batch)", places)
+	}
+	if st, err := srv.Stats("ragged", 0); err != nil || len(st) != 1 || st[0].ExecutionCount != 1 {
+		t.Errorf("stats %+v %v, want one execution", st, err)
+	}
+}

@@ -34,9 +34,9 @@ type Signature struct {
 	Required int  // inputs that are not optional
 	Reshapes bool // some input has a reshape
 	// Layouts are the tensors whose batch is not their first dimension
-	// (config parameters "batch_axis:<name>" and "batch_shared:<name>")
-	// and the ragged inputs of a batching model (allow_ragged_batch); nil
-	// when there are none.
+	// (config parameters "batch_axis:<name>" and "batch_shared:<name>"),
+	// the ragged inputs of a batching model (allow_ragged_batch), and the
+	// targets of batch_input and batch_output; nil when there are none.
 	Layouts map[string]backend.Layout
 	// States are the implicit state outputs of a sequence model: the
 	// backend produces them beside the config's outputs.
@@ -94,6 +94,9 @@ func (sig *Signature) compileLayouts(cfg *modelconfig.ModelConfig) error {
 			sig.Layouts = map[string]backend.Layout{}
 		}
 		sig.Layouts[name] = l
+	}
+	for name, l := range backend.BatchLayouts(cfg) {
+		set(name, l)
 	}
 	if sig.MaxBatch > 0 {
 		for _, in := range sig.Inputs {
