@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/triton-go/triton/responsecache"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -15,16 +16,16 @@ import (
 // whatever outputs it asks for.
 func (v *version) inferCached(ctx context.Context, req *InferRequest, batch int64, t *timing) (*InferResponse, error) {
 	ran := false
-	outs, res, err := v.cache.Do(ctx, v.name, v.number, req.Inputs, func() ([]tensor.Tensor, error) {
+	cached, res, err := v.cache.Do(ctx, v.name, v.number, req.Inputs, func() (responsecache.Response, error) {
 		ran = true
 		full := *req
 		full.Outputs = nil
 		rt := *t
 		resp, err := v.run(ctx, &full, batch, &rt, nil)
 		if err != nil {
-			return nil, err
+			return responsecache.Response{}, err
 		}
-		return resp.Outputs, nil
+		return responsecache.Response{Outputs: resp.Outputs, Parameters: resp.Parameters}, nil
 	})
 	c := v.stats
 	if ran {
@@ -51,7 +52,8 @@ func (v *version) inferCached(ctx context.Context, req *InferRequest, batch int6
 		t.cacheHit = true
 		v.finish(t, batch, nil, 0)
 	}
-	resp := &InferResponse{Model: v.name, Version: v.number, ID: req.ID, Outputs: outs}
+	outs := cached.Outputs
+	resp := &InferResponse{Model: v.name, Version: v.number, ID: req.ID, Outputs: outs, Parameters: cached.Parameters}
 	if len(req.Outputs) > 0 {
 		resp.Outputs = resp.Outputs[:0:0]
 		for _, name := range req.Outputs {

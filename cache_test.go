@@ -3,6 +3,7 @@ package triton_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,35 @@ func TestResponseCache(t *testing.T) {
 	if s.CacheHit.Count != 2 || s.CacheMiss.Count != 2 || s.Success.Count != 4 || s.ExecutionCount != 2 || s.InferenceCount != 4 || !s.ResponseCache {
 		t.Errorf("stats: hits %d misses %d successes %d executions %d inferences %d cache %v",
 			s.CacheHit.Count, s.CacheMiss.Count, s.Success.Count, s.ExecutionCount, s.InferenceCount, s.ResponseCache)
+	}
+}
+
+// TestResponseCacheParameters: the response parameters a model sets are
+// part of the cached response, on the miss that ran the model and on the
+// hits after it.
+func TestResponseCacheParameters(t *testing.T) {
+	c := &countingAddSub{}
+	withParams := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		for _, r := range b.Requests {
+			r.SetParameter("generated_by", "addsub")
+			r.SetParameter("run", int64(c.runs.Load()+1))
+		}
+		return c.fn()(ctx, b)
+	})
+	srv := newServer(t, cachedRepo(""), triton.WithBackend("gofunc", withParams), triton.WithResponseCache(1<<20))
+	want := map[string]any{"generated_by": "addsub", "run": int64(1)}
+	for i := range 3 {
+		resp, err := srv.Infer(context.Background(), simpleRequest(t, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(resp.Parameters, want) {
+			t.Errorf("request %d: parameters %v, want %v (those of the one execution)", i, resp.Parameters, want)
+		}
+		resp.Parameters["run"] = int64(-1) // the caller's own copy
+	}
+	if c.runs.Load() != 1 {
+		t.Errorf("%d executions, want 1", c.runs.Load())
 	}
 }
 

@@ -107,14 +107,22 @@ type Cache struct {
 	tooLarge  int64
 }
 
+// Response is what the cache stores for a key: the outputs of the
+// model's execution and its response parameters (values bool, int64,
+// uint64, float64 or string; nil when none).
+type Response struct {
+	Outputs    []tensor.Tensor
+	Parameters map[string]any
+}
+
 // entry is a stored response. Its key and outputs never change after it is
 // published, so they may be read without the lock.
 type entry struct {
-	digest  xxh3.Uint128
-	model   string
-	key     []byte          // full key, owned
-	outputs []tensor.Tensor // owned copy; handed out only as copies
-	size    int64           // len(key) + outputBytes(outputs) + EntryOverhead
+	digest xxh3.Uint128
+	model  string
+	key    []byte   // full key, owned
+	resp   Response // owned copy; handed out only as copies
+	size   int64    // len(key) + responseBytes(resp) + EntryOverhead
 
 	// Guarded by Cache.mu.
 	prev, next *entry // LRU list
@@ -131,8 +139,8 @@ type flight struct {
 	done   chan struct{} // closed when outputs and err are set
 
 	// Written by the leader before done is closed; read-only after.
-	outputs []tensor.Tensor // owned copy of a successful result
-	err     error
+	resp Response // owned copy of a successful result
+	err  error
 
 	// Guarded by Cache.mu.
 	chain  *flight // next flight with the same digest
@@ -252,11 +260,13 @@ func (c *Cache) Len() int {
 // reuse them once Do returns. Only tensors in CPU memory exist today, and
 // Do assumes that.
 //
-// Outputs returned on a hit or a shared result are fresh copies that the
-// caller owns and may modify: all data in one buffer, each tensor's data
-// 8-byte aligned, and all shapes in one slice. A leader receives fn's
-// outputs as fn returned them, while the cache keeps its own copy; so fn
-// must not modify its outputs after returning them, and the caller may.
+// A response is its outputs and its response parameters, stored and
+// returned together. Outputs returned on a hit or a shared result are fresh
+// copies that the caller owns and may modify: all data in one buffer, each
+// tensor's data 8-byte aligned, and all shapes in one slice; so is the
+// parameters' map. A leader receives fn's response as fn returned it, while
+// the cache keeps its own copy; so fn must not modify it after returning
+// it, and the caller may.
 //
 // Only successful results are stored and shared. If fn fails, the leader
 // gets fn's outputs and error, and every caller waiting on that flight gets
@@ -270,7 +280,7 @@ func (c *Cache) Len() int {
 // ends returns ctx.Err() at once, and the flight goes on for the others. A
 // hit or a leader does not look at ctx (fn is expected to honour the
 // leader's own).
-func (c *Cache) Do(ctx context.Context, model string, version int64, inputs []tensor.Tensor, fn func() ([]tensor.Tensor, error)) (outputs []tensor.Tensor, res Result, err error) {
+func (c *Cache) Do(ctx context.Context, model string, version int64, inputs []tensor.Tensor, fn func() (Response, error)) (resp Response, res Result, err error) {
 	start := time.Now()
 	// Scratch space that keeps the probe of a small request on the stack.
 	var (
@@ -284,33 +294,33 @@ func (c *Cache) Do(ctx context.Context, model string, version int64, inputs []te
 		res = Result{Lookup: now.Sub(start)}
 		switch {
 		case e != nil:
-			outputs = copyTensors(e.outputs, false)
+			resp = copyResponse(e.resp, false)
 			res.Hit = true
 			res.Copy = time.Since(now)
 			c.hits.Add(1)
 			c.hitNs.Add(int64(res.Lookup + res.Copy))
-			return outputs, res, nil
+			return resp, res, nil
 		case lead:
 			return c.lead(f, fn, res)
 		}
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return nil, res, ctx.Err()
+			return Response{}, res, ctx.Err()
 		}
 		if f.err != nil {
 			if ctx.Err() == nil && isContextError(f.err) {
 				start = time.Now()
 				continue
 			}
-			return nil, res, f.err
+			return Response{}, res, f.err
 		}
 		now = time.Now()
-		outputs = copyTensors(f.outputs, false)
+		resp = copyResponse(f.resp, false)
 		res.Shared = true
 		res.Copy = time.Since(now)
 		c.shared.Add(1)
-		return outputs, res, nil
+		return resp, res, nil
 	}
 }
 
@@ -378,7 +388,7 @@ func (c *Cache) find(p *probe) (e *entry, f *flight, lead bool) {
 
 // lead runs fn for flight f, publishes its result to f's waiters and
 // stores it if it succeeded.
-func (c *Cache) lead(f *flight, fn func() ([]tensor.Tensor, error), res Result) (outputs []tensor.Tensor, _ Result, err error) {
+func (c *Cache) lead(f *flight, fn func() (Response, error), res Result) (resp Response, _ Result, err error) {
 	finished := false
 	defer func() {
 		if !finished { // fn panicked or called runtime.Goexit
@@ -388,12 +398,12 @@ func (c *Cache) lead(f *flight, fn func() ([]tensor.Tensor, error), res Result) 
 			c.missNs.Add(int64(res.Lookup))
 		}
 	}()
-	outputs, err = fn()
+	resp, err = fn()
 	start := time.Now()
 	if err != nil {
 		f.err = err
 	} else {
-		f.outputs = copyTensors(outputs, true)
+		f.resp = copyResponse(resp, true)
 	}
 	c.finish(f, err == nil)
 	finished = true
@@ -402,13 +412,13 @@ func (c *Cache) lead(f *flight, fn func() ([]tensor.Tensor, error), res Result) 
 	}
 	c.misses.Add(1)
 	c.missNs.Add(int64(res.Lookup + res.Insert))
-	return outputs, res, err
+	return resp, res, err
 }
 
 // finish retires flight f, stores its result if ok and f was not purged,
 // and wakes its waiters.
 func (c *Cache) finish(f *flight, ok bool) {
-	size := int64(len(f.key)) + outputBytes(f.outputs) + EntryOverhead
+	size := int64(len(f.key)) + responseBytes(f.resp) + EntryOverhead
 	c.mu.Lock()
 	if f.linked {
 		c.unlinkFlightLocked(f)
@@ -428,7 +438,7 @@ func (c *Cache) insertLocked(f *flight, size int64) {
 		c.tooLarge++
 		return
 	}
-	e := &entry{digest: f.digest, model: f.model, key: f.key, outputs: f.outputs, size: size, live: true}
+	e := &entry{digest: f.digest, model: f.model, key: f.key, resp: f.resp, size: size, live: true}
 	e.chain = c.entries[e.digest]
 	c.entries[e.digest] = e
 	e.prev, e.next = &c.lru, c.lru.next

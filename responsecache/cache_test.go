@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -356,6 +357,37 @@ func TestOutputsAreCopies(t *testing.T) {
 	}
 }
 
+// TestParameters: a response's parameters are stored with its outputs,
+// count towards its entry's size, and are handed out as copies.
+func TestParameters(t *testing.T) {
+	cl := simple("m", "p")
+	c := responsecache.New(1 << 20)
+	params := map[string]any{"label": "cat", "score": 0.5, "n": int64(3), "ok": true}
+	fn := func() (responsecache.Response, error) {
+		return responsecache.Response{Outputs: answer(cl), Parameters: params}, nil
+	}
+	leader, _, err := c.Do(context.Background(), cl.model, cl.version, cl.inputs, fn)
+	if err != nil || !maps.Equal(leader.Parameters, params) {
+		t.Fatalf("leader: %v %v", leader.Parameters, err)
+	}
+	params["label"] = "dog" // the model's map, changed after the fact
+	for range 2 {
+		hit, res, err := c.Do(context.Background(), cl.model, cl.version, cl.inputs, fn)
+		want := map[string]any{"label": "cat", "score": 0.5, "n": int64(3), "ok": true}
+		if err != nil || !res.Hit || !maps.Equal(hit.Parameters, want) || !equalTensors(hit.Outputs, answer(cl)) {
+			t.Fatalf("hit %v: %v %v %v", res.Hit, hit.Parameters, hit.Outputs, err)
+		}
+		hit.Parameters["label"] = "bird" // the caller's own copy
+	}
+	checkInvariants(t, c)
+	// 4 keys, 16 bytes of value each, and the string's 3 bytes.
+	params["label"] = "cat"
+	extra := int64(len("label")+len("score")+len("n")+len("ok")) + 4*16 + 3
+	if got, want := c.Stats().Bytes, cl.entrySize()+extra; got != want {
+		t.Errorf("entry bytes %d, want %d (the outputs' entry and the parameters)", got, want)
+	}
+}
+
 func TestOutputsAligned(t *testing.T) {
 	outs := []tensor.Tensor{
 		raw("A", tensor.Int8, tensor.Shape{3}, "abc"),
@@ -403,7 +435,7 @@ func TestInputsBorrowed(t *testing.T) {
 	in := []tensor.Tensor{{Name: "IN", DataType: tensor.Uint8, Shape: shape, Data: buf}}
 	orig := call{"m", 1, []tensor.Tensor{raw("IN", tensor.Uint8, tensor.Shape{4}, "abcd")}}
 	var m model
-	if _, _, err := c.Do(context.Background(), "m", 1, in, m.fn(orig)); err != nil {
+	if _, _, err := c.Do(context.Background(), "m", 1, in, outputsOnly(m.fn(orig))); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "zzzz")
@@ -491,7 +523,7 @@ func TestHitAllocations(t *testing.T) {
 	}
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, res, _ := c.Do(ctx, cl.model, cl.version, cl.inputs, fn); !res.Hit {
+		if _, res, _ := c.Do(ctx, cl.model, cl.version, cl.inputs, outputsOnly(fn)); !res.Hit {
 			t.Fatal("not a hit")
 		}
 	})

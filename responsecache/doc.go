@@ -58,7 +58,7 @@
 // # Usage
 //
 //	cache := responsecache.New(1 << 30) // --response-cache-byte-size=1073741824
-//	outs, res, err := cache.Do(ctx, "resnet", 1, req.Inputs, func() ([]tensor.Tensor, error) {
+//	resp, res, err := cache.Do(ctx, "resnet", 1, req.Inputs, func() (responsecache.Response, error) {
 //		return runModel(ctx, req) // the ordinary path: scheduler, instance, backend
 //	})
 //	if err == nil && res.Hit {

@@ -79,7 +79,7 @@ func CheckInvariants(c *Cache) error {
 		if !e.live {
 			return fmt.Errorf("entry %p in the LRU list is not live", e)
 		}
-		if want := int64(len(e.key)) + outputBytes(e.outputs) + EntryOverhead; e.size != want {
+		if want := int64(len(e.key)) + responseBytes(e.resp) + EntryOverhead; e.size != want {
 			return fmt.Errorf("entry %p has size %d, want %d", e, e.size, want)
 		}
 		d, err := DecodeKey(e.key)

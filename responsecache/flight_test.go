@@ -49,8 +49,8 @@ func (m *blockingModel) fn(c call) func() ([]tensor.Tensor, error) {
 func start(wg *sync.WaitGroup, ctx context.Context, cache *responsecache.Cache, c call, fn func() ([]tensor.Tensor, error)) <-chan outcome {
 	ch := make(chan outcome, 1)
 	wg.Go(func() {
-		out, res, err := cache.Do(ctx, c.model, c.version, c.inputs, fn)
-		ch <- outcome{out, res, err}
+		resp, res, err := cache.Do(ctx, c.model, c.version, c.inputs, outputsOnly(fn))
+		ch <- outcome{resp.Outputs, res, err}
 	})
 	return ch
 }

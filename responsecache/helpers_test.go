@@ -65,7 +65,17 @@ func (m *model) fn(c call) func() ([]tensor.Tensor, error) {
 }
 
 func (c call) do(cache *responsecache.Cache, fn func() ([]tensor.Tensor, error)) ([]tensor.Tensor, responsecache.Result, error) {
-	return cache.Do(context.Background(), c.model, c.version, c.inputs, fn)
+	resp, res, err := cache.Do(context.Background(), c.model, c.version, c.inputs, outputsOnly(fn))
+	return resp.Outputs, res, err
+}
+
+// outputsOnly makes fn a function for Cache.Do: a response of fn's
+// outputs and no parameters.
+func outputsOnly(fn func() ([]tensor.Tensor, error)) func() (responsecache.Response, error) {
+	return func() (responsecache.Response, error) {
+		outs, err := fn()
+		return responsecache.Response{Outputs: outs}, err
+	}
 }
 
 // entrySize is the size an entry for c with the fake model's answer has.

@@ -1,6 +1,7 @@
 package responsecache
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/triton-go/triton/tensor"
@@ -64,6 +65,39 @@ func outputBytes(ts []tensor.Tensor) int64 {
 	var n int64
 	for i := range ts {
 		n += int64(len(ts[i].Name)) + 8*int64(len(ts[i].Shape)) + int64(len(ts[i].Data))
+	}
+	return n
+}
+
+// copyResponse copies r's outputs as [copyTensors] does and its
+// parameters' map (the values are immutable: numbers, bools and strings);
+// with ownNames, the parameters' keys and string values are cloned too.
+func copyResponse(r Response, ownNames bool) Response {
+	out := Response{Outputs: copyTensors(r.Outputs, ownNames)}
+	if !ownNames || r.Parameters == nil {
+		out.Parameters = maps.Clone(r.Parameters)
+		return out
+	}
+	out.Parameters = make(map[string]any, len(r.Parameters))
+	for k, v := range r.Parameters {
+		if s, ok := v.(string); ok {
+			v = strings.Clone(s)
+		}
+		out.Parameters[strings.Clone(k)] = v
+	}
+	return out
+}
+
+// responseBytes is what a response counts towards an entry's size: its
+// outputs' bytes (outputBytes) and, per parameter, its key, 16 bytes of
+// value and a string value's bytes.
+func responseBytes(r Response) int64 {
+	n := outputBytes(r.Outputs)
+	for k, v := range r.Parameters {
+		n += int64(len(k)) + 16
+		if s, ok := v.(string); ok {
+			n += int64(len(s))
+		}
 	}
 	return n
 }
