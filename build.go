@@ -23,6 +23,7 @@ import (
 	"github.com/triton-go/triton/internal/signature"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/repoagent"
 	"github.com/triton-go/triton/repository"
 	"github.com/triton-go/triton/warmup"
 )
@@ -46,6 +47,18 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 	cfg, err := s.readConfig(md, cfgFile, src.override)
 	if err != nil {
 		fail(0, InvalidArgument, err)
+		return e
+	}
+	agents := s.opts.repoAgents
+	if agents == nil {
+		agents = repoagent.Builtin()
+	}
+	if err := repoagent.Run(ctx, repoagent.Model{Name: md.Name, FS: md.FS, Config: cfg, Stat: md.Stat}, agents); err != nil {
+		code := CodeOf(err)
+		if code == Unknown || code == Internal {
+			code = InvalidArgument
+		}
+		fail(0, code, err)
 		return e
 	}
 	name, b, err := s.resolveBackend(md.Path(cfgFile), cfg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/ratelimit"
+	"github.com/triton-go/triton/repoagent"
 	"github.com/triton-go/triton/repository"
 	"github.com/triton-go/triton/trace"
 )
@@ -46,6 +47,7 @@ type options struct {
 	id              string
 	tracer          *trace.Tracer
 	backendDir      string
+	repoAgents      map[string]repoagent.Agent
 }
 
 func defaultOptions() options {
@@ -112,6 +114,26 @@ func WithBackend(name string, b backend.Backend) Option {
 			o.backends = make(map[string]backend.Backend)
 		}
 		o.backends[name] = b
+		return nil
+	})
+}
+
+// WithRepositoryAgent gives the server a repository agent: a model whose
+// configuration names it in model_repository_agents runs it when it loads,
+// before its backend loads the files, and fails to load when it fails.
+// The agents of [repoagent.Builtin] (Triton's "checksum") are always
+// there; an agent given here under one of their names replaces it. A
+// model that names an agent the server does not have fails to load, as in
+// Triton.
+func WithRepositoryAgent(name string, a repoagent.Agent) Option {
+	return optionFunc(func(o *options) error {
+		if name == "" || a == nil {
+			return fmt.Errorf("WithRepositoryAgent(%q): empty name or nil agent", name)
+		}
+		if o.repoAgents == nil {
+			o.repoAgents = repoagent.Builtin()
+		}
+		o.repoAgents[name] = a
 		return nil
 	})
 }

@@ -139,7 +139,7 @@ func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, fou
 		return &modelconfig.ModelConfig{Name: md.Name}, false, nil
 	}
 	if err == nil && !fi.Mode().IsRegular() {
-		return nil, true, fmt.Errorf("repository: read %s: %s, not a regular file", p, fileKind(fi.Mode()))
+		return nil, true, fmt.Errorf("repository: read %s: %s, not a regular file", p, FileKind(fi.Mode()))
 	}
 	var data []byte
 	if err == nil {
@@ -158,8 +158,9 @@ func ReadConfigFile(md ModelDir, file string) (cfg *modelconfig.ModelConfig, fou
 	return cfg, true, nil
 }
 
-// fileKind names what a file that is not a regular one is.
-func fileKind(m fs.FileMode) string {
+// FileKind says what a file that is not a regular one is, for messages:
+// "a folder", "a named pipe", "a socket", "a device", or its mode.
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a folder"

@@ -355,7 +355,7 @@ func (c *config) options() []option {
 			return nil
 		}},
 		{"backend-config", true, c.setBackendConfig},
-		{"repoagent-directory", true, unsupported("repoagent-directory", "repository agents are not supported")},
+		{"repoagent-directory", true, unsupported("repoagent-directory", "repository agent libraries are not loaded; Triton's checksum agent is built in")},
 		// Deprecated in tritonserver, and still honoured there
 		{"strict-model-config", true, boolean(&c.strictModelConfig)},
 		{"response-cache-byte-size", true, func(v string) error {
