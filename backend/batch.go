@@ -527,6 +527,10 @@ func (b *Batch) madeInput(name string, made *BatchInput) (tensor.Tensor, error) 
 		case modelconfig.BatchInput_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
 			largest = max(largest, n)
 		case modelconfig.BatchInput_BATCH_ITEM_SHAPE, modelconfig.BatchInput_BATCH_ITEM_SHAPE_FLATTEN:
+			if !b.batched {
+				// The first dimension is no batch, and nothing bounds it.
+				return tensor.Tensor{}, fmt.Errorf("batch input %q: %s needs a model that batches", name, kind)
+			}
 			if len(src.Shape) == 0 {
 				return tensor.Tensor{}, fmt.Errorf("batch input %q: request %q gives input %q as a scalar; %s needs its batch dimension: %w", name, r.ID, made.Source, kind, ErrInvalidInput)
 			}

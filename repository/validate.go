@@ -323,6 +323,11 @@ func (v *validator) checkBatchInputs() {
 			v.add(f+".data_type", "batch input kind '%s' data type must be TYPE_INT32 or TYPE_FP32 for %s, got %s",
 				kind, v.model, dt)
 		}
+		if (kind == modelconfig.BatchInput_BATCH_ITEM_SHAPE || kind == modelconfig.BatchInput_BATCH_ITEM_SHAPE_FLATTEN) && v.cfg.GetMaxBatchSize() == 0 {
+			// Beyond Triton, which takes the first dimension for the batch
+			// whether the model batches or not.
+			v.add(f+".kind", "batch input kind '%s' describes the items of a batch, but %s does not batch (max_batch_size 0)", kind, v.model)
+		}
 		if n := len(bi.GetSourceInput()); n != 1 {
 			v.add(f+".source_input", "batch input kind '%s' expects 1 source input, got %d", kind, n)
 		} else if src := bi.GetSourceInput()[0]; !inputs[src] {

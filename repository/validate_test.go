@@ -290,6 +290,8 @@ func TestValidate(t *testing.T) {
 		{name: "batch input unknown source and bad type", cfg: base + `batch_input { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_INT64 source_input: "q" }`,
 			want: []want{{"batch_input[0].source_input", "source input 'q' is not a model input"},
 				{"batch_input[0].data_type", "data type must be TYPE_INT32 or TYPE_FP32"}}},
+		{name: "batch input item shape without batching", cfg: `name: "m" backend: "b" input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, -1 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ -1 ] } ] batch_input { kind: BATCH_ITEM_SHAPE_FLATTEN target_name: "N" data_type: TYPE_INT32 source_input: "x" }`,
+			want: []want{{"batch_input[0].kind", "batch input kind 'BATCH_ITEM_SHAPE_FLATTEN' describes the items of a batch, but m does not batch"}}},
 		{name: "batch input targets taken", cfg: base + `batch_input { kind: BATCH_ELEMENT_COUNT target_name: [ "x", "N" ] data_type: TYPE_INT32 source_input: "x" } batch_input { kind: BATCH_ITEM_SHAPE target_name: "N" data_type: TYPE_INT32 source_input: "x" }`,
 			want: []want{{"batch_input[0].target_name", "batch input target 'x' is also a model input of m"},
 				{"batch_input[1].target_name", "batch input target 'N' is named more than once"}}},
