@@ -375,7 +375,9 @@ func (v *version) warm(ctx context.Context, md repository.ModelDir) error {
 		for _, sm := range samples {
 			for range sm.Count {
 				r := &backend.Request{ID: "warmup " + sm.Name, Inputs: v.sig.ReshapeInputs(sm.Inputs[:0], sm.Inputs), BatchSize: sm.BatchSize}
-				v.execute(ctx, s, backend.NewBatch(v.sig.MaxBatch > 0, r)) // a panic fails r
+				wb := backend.NewBatch(v.sig.MaxBatch > 0, r)
+				wb.SetLayouts(v.sig.Layouts) // ragged inputs and batch inputs, as in serving
+				v.execute(ctx, s, wb)        // a panic fails r
 				err := r.Err()
 				if err == nil {
 					for _, out := range r.Outputs() {

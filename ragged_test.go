@@ -2,6 +2,7 @@ package triton_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -20,14 +21,15 @@ batch_input [
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] } ]
 batch_output [ { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT0" } ]
 instance_group [ { count: 1 kind: KIND_CPU } ]
-dynamic_batching { }`
+dynamic_batching { }
+model_warmup [ { name: "three" batch_size: 1 inputs { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 3 ] zero_data: true } } } ]`
 
 // TestRaggedBatching: requests of different lengths share one batch as
 // Triton's ragged batching forms it: the model sees the elements of all of
 // them in one rank-1 tensor, finds where each request's elements lie from
 // the batch input the server made (OFFSETS), answers with one rank-1
 // output, and the server cuts that output back into each request's shape
-// (batch_output).
+// (batch_output). The warm-up sample runs the same way, before any of it.
 func TestRaggedBatching(t *testing.T) { synctest.Test(t, testRaggedBatching) }
 
 func testRaggedBatching(t *testing.T) {
@@ -35,7 +37,15 @@ func testRaggedBatching(t *testing.T) {
 	started := make(chan struct{}, 10)
 	var batches [][]int32 // OFFSETS of each batch
 	var longest []tensor.Shape
+	warm := true
 	model := backend.Func(func(_ context.Context, b *backend.Batch) error {
+		if warm { // the warm-up sample, while the server loads
+			warm = false
+			if off, err := b.Input("OFFSETS"); err != nil || !off.Shape.Equal(tensor.Shape{2}) {
+				return fmt.Errorf("warm-up OFFSETS %v: %v", off.Shape, err)
+			}
+			return b.SetOutput(int32s(t, "OUTPUT0", tensor.Shape{3}, 0, 0, 0))
+		}
 		started <- struct{}{}
 		if b.Requests[0].ID == "first" {
 			<-gate

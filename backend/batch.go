@@ -231,6 +231,11 @@ func (b *Batch) Batched() bool { return b.batched }
 // [Batch.SetOutput] follow them.
 func (b *Batch) SetLayouts(l map[string]Layout) { b.layouts = l }
 
+// Layouts returns the layouts [Batch.SetLayouts] gave the batch (nil:
+// none), for a backend that runs some of its requests again in batches of
+// their own.
+func (b *Batch) Layouts() map[string]Layout { return b.layouts }
+
 // Layout returns the layout of the tensor named name.
 func (b *Batch) Layout(name string) Layout { return b.layouts[name] }
 
@@ -602,10 +607,10 @@ func (b *Batch) scatterShaped(t tensor.Tensor, sc *BatchOutput) error {
 		if err != nil {
 			return fmt.Errorf("output %q: %w", t.Name, err)
 		}
-		end := off + n*size
-		if end > int64(len(t.Data)) {
-			return fmt.Errorf("output %q: %d bytes, but the batch's requests take more by the shapes of input %q (request %q: %v)", t.Name, len(t.Data), sc.Source, r.ID, shape)
+		if n > (int64(len(t.Data))-off)/size { // so that n*size cannot overflow
+			return fmt.Errorf("output %q: %d bytes, but the batch's requests take more by the shapes of input %q (request %q: %v): %w", t.Name, len(t.Data), sc.Source, r.ID, shape, ErrInvalidInput)
 		}
+		end := off + n*size
 		if r.Wants(t.Name) {
 			r.SetOutput(tensor.Tensor{Name: t.Name, DataType: t.DataType, Shape: shape, Data: t.Data[off:end:end]})
 		}

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +123,17 @@ func TestBatchOutputScatter(t *testing.T) {
 	err := batch.SetOutput(f32(t, "Y", tensor.Shape{7}, 1, 2, 3, 4, 5, 6, 7))
 	if err == nil || !strings.Contains(err.Error(), `request "c": [1,1]`) {
 		t.Errorf("short output: %v", err)
+	}
+
+	// A request whose shape claims more elements than any output holds
+	// (its data empty through a zero dimension the part leaves out): an
+	// error of the client's, not an overflow.
+	huge := &backend.Request{ID: "h", BatchSize: 1, Inputs: []tensor.Tensor{{Name: "X", DataType: tensor.Int32, Shape: tensor.Shape{1, 1 << 62, 0}}}}
+	batch = backend.NewBatch(true, huge)
+	batch.SetLayouts(map[string]backend.Layout{"Y": {Scatter: &backend.BatchOutput{Source: "X", Shape: tensor.Shape{-1, -1}}}})
+	err = batch.SetOutput(tensor.Tensor{Name: "Y", DataType: tensor.FP16, Shape: tensor.Shape{8}, Data: make([]byte, 16)})
+	if !errors.Is(err, backend.ErrInvalidInput) {
+		t.Errorf("huge source shape: %v", err)
 	}
 }
 

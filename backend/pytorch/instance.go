@@ -44,6 +44,7 @@ func (i *instance) Execute(ctx context.Context, b *backend.Batch) error {
 		}
 		for _, r := range b.Requests {
 			alone := backend.NewBatch(b.Batched(), r)
+			alone.SetLayouts(b.Layouts()) // ragged and batch inputs, batch outputs
 			outs, err := i.forward(ctx, alone)
 			if err == nil {
 				err = i.setOutputs(alone, outs)

@@ -198,10 +198,13 @@ func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*pla
 	// names under the inputs' convention, or in order after the inputs.
 	for k := range made {
 		f := &made[k]
+		if p.dict {
+			continue // a key of the Dict, whatever the names' convention (Triton's AddInputToMap)
+		}
 		switch conv {
 		case forwardArgument:
 			f.arg = slices.IndexFunc(args, func(a argument) bool { return a.name == f.name })
-			if f.arg < 0 && !p.dict {
+			if f.arg < 0 {
 				return nil, invalidf("batch input '%s' of model '%s' is not an argument of forward; the model's inputs are named after forward's arguments, so its batch inputs must be too", f.name, model)
 			}
 		case namedIndex:

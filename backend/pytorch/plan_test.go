@@ -250,6 +250,7 @@ func TestPlanBatchInputs(t *testing.T) {
 		{name: "named index", input: "X__0", bi: bi(`"N__2", "M__1"`), args: tensors("x", "m", "n"), feeds: map[string]int{"X__0": 0, "N__2": 2, "M__1": 1}},
 		{name: "forward arguments", input: "x", bi: bi(`"offsets"`), args: tensors("offsets", "x"), feeds: map[string]int{"x": 1, "offsets": 0}},
 		{name: "strict ordering", input: "INPUT", bi: bi(`"A", "B"`), args: tensors("p", "q", "r"), feeds: map[string]int{"INPUT": 0, "A": 1, "B": 2}},
+		{name: "dict keys", input: "X__0", bi: bi(`"offsets"`), args: []argument{{"d", "Dict(str, Tensor)"}}, feeds: map[string]int{"X__0": 0, "offsets": 0}},
 		{name: "counted", input: "X__0", bi: bi(`"N__1"`), args: tensors("x"), errSub: "configuration expects 2 inputs, model provides 1"},
 		{name: "not an argument", input: "x", bi: bi(`"offsets"`), args: tensors("x", "y"), errSub: "batch input 'offsets' of model 'm' is not an argument of forward"},
 		{name: "not indexed", input: "X__0", bi: bi(`"N"`), args: tensors("x", "n"), errSub: "input 'N' does not follow <name>__<index> naming convention."},
