@@ -262,6 +262,7 @@ def models():
         ("fork_inplace.pt", torch.jit.script(ForkInPlace()), (torch.ones(4),)),
         ("copies_in.pt", torch.jit.script(CopiesIn()), (torch.ones(4),)),
         ("ragged.pt", torch.jit.script(Ragged()), (torch.ones(5), torch.tensor([0, 2, 5], dtype=torch.int32))),
+        ("joined.pt", torch.jit.script(Joined()), (["ab", "c"],)),
     ]
 
 
@@ -355,6 +356,13 @@ class Ragged(torch.nn.Module):
         counts = (offsets[1:] - offsets[:-1]).long()
         request = torch.repeat_interleave(torch.arange(counts.numel()), counts)
         return x + 100 * request.to(x.dtype)
+
+
+class Joined(torch.nn.Module):
+    """Scripted: one string, x joined by spaces, whatever len(x) is."""
+
+    def forward(self, x: List[str]) -> List[str]:
+        return [" ".join(x)]
 
 
 def main(argv):

@@ -136,7 +136,7 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 	as := make([]argument, len(args))
 	var copied []string
 	for i, a := range args {
-		as[i] = argument{name: a.Name, typ: a.Type}
+		as[i] = argument{name: a.Name, typ: a.Type, printed: a.Printed}
 		if a.Copied {
 			copied = append(copied, a.Name)
 		}

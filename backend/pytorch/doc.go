@@ -46,8 +46,9 @@
 // in Triton, and BF16 beyond it; UINT16, UINT32 and UINT64 have no torch
 // type and are refused. A TYPE_STRING input (one dimension, the batch
 // counted) is passed as one List[str] holding every element of the batch;
-// a List[str] output becomes a BYTES tensor, [len] for a lone request, the
-// request's rows of a batch.
+// a List[str] output becomes a BYTES tensor: [len] for a model without
+// batching; with batching, one string per row of the batch, each request
+// getting its rows ([rows], a lone request too, as Triton shapes it).
 //
 // Execute runs the whole batch in one forward call: each input is the
 // requests' inputs concatenated along the batch dimension (no copy for a

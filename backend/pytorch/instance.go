@@ -126,7 +126,7 @@ func (i *instance) setOutputs(b *backend.Batch, outs []torchrun.Value) error {
 			continue
 		}
 		if o.DataType == tensor.Bytes {
-			if err := setStrings(b, f.name, o.Strings); err != nil {
+			if err := setStrings(b, f.name, o.Strings, i.m.spec.Config.GetMaxBatchSize() > 0); err != nil {
 				return fmt.Errorf("model '%s': %w", i.m.spec.Name, err)
 			}
 			continue
@@ -139,10 +139,12 @@ func (i *instance) setOutputs(b *backend.Batch, outs []torchrun.Value) error {
 	return nil
 }
 
-// setStrings hands a List[str] output to the requests: the whole list to
-// a lone request ([len]), each request its rows of a batch ([rows]).
-func setStrings(b *backend.Batch, name string, strs [][]byte) error {
-	if len(b.Requests) == 1 {
+// setStrings hands a List[str] output to the requests: a model without
+// batching gets the list as it is ([len]); with batching, each request
+// gets its rows ([rows], a lone request too, as Triton shapes it), and the
+// list must have one string per row of the batch.
+func setStrings(b *backend.Batch, name string, strs [][]byte, batching bool) error {
+	if !batching && len(b.Requests) == 1 {
 		t, err := tensor.FromByteSlices(name, tensor.Shape{int64(len(strs))}, strs)
 		if err != nil {
 			return err

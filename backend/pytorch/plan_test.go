@@ -95,7 +95,7 @@ output [ { name: "D__x" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "sum" data_t
 	}, {
 		name:    "dict input",
 		config:  `input [ { name: "b" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "a" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`,
-		args:    []argument{{"d", "Dict(str, Tensor)"}},
+		args:    []argument{{"d", "Dict(str, Tensor)", ""}},
 		feeds:   map[string]int{"b": 0, "a": 1},
 		fetches: map[string]int{"OUT__0": 0},
 	}, {
@@ -168,11 +168,11 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{"argument count", `input [ { name: "a" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`,
 			tensors("a", "b"), "unable to load model 'm', configuration expects 1 inputs, model provides 2", true},
-		{"two dicts", one, []argument{{"x", "Tensor"}, {"d", "Dict(str, Tensor)"}},
+		{"two dicts", one, []argument{{"x", "Tensor", ""}, {"d", "Dict(str, Tensor)", ""}},
 			"Multiple inputs of kind DictType were detected. Only a single input of type Dict(str, Tensor) is supported.", false},
-		{"optional argument", one, []argument{{"x", "Tensor"}, {"y", "Optional[Tensor]"}},
-			"An input of type 'Optional[Tensor]' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", false},
-		{"int argument", one, []argument{{"n", "int"}},
+		{"optional argument", one, []argument{{"x", "Tensor", ""}, {"y", "Optional[Tensor]", "Tensor?"}},
+			"An input of type 'Tensor?' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", false},
+		{"int argument", one, []argument{{"n", "int", ""}},
 			"An input of type 'int' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", false},
 		{"no inputs", `output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`, nil,
 			"model configuration must contain at least one input, none were specified.", false},
@@ -186,7 +186,7 @@ func TestPlanErrors(t *testing.T) {
 sequence_batching { state [ { input_name: "S__1" output_name: "S_OUT__1" data_type: TYPE_UINT32 dims: [ 1 ] } ] }`, tensors("x", "s"),
 			"unsupported datatype TYPE_UINT32 for input state 'S__1' for model 'm'", false},
 		{"2-D string input", `max_batch_size: 2 input [ { name: "INPUT__0" data_type: TYPE_STRING dims: [ 1 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`,
-			[]argument{{"x", "List[str]"}}, "Triton only supports 1 dimensional List of String as input for 'INPUT__0' for model 'm'", false},
+			[]argument{{"x", "List[str]", ""}}, "Triton only supports 1 dimensional List of String as input for 'INPUT__0' for model 'm'", false},
 		{"2-D string output", `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_STRING dims: [ 2, 2 ] } ]`,
 			tensors("x"), "Triton only supports 1 dimensional List of String as output for 'OUT__0' for model 'm'", false},
 		{"control name", `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
@@ -211,9 +211,9 @@ sequence_batching { state [ { input_name: "S__1" output_name: "S_OUT" data_type:
 			tensors("a", "b"), "inputs 'A__0' and 'B__0' of model 'm' both map to forward argument 0 ('a')", true},
 		{"string for a tensor", `input [ { name: "INPUT__0" data_type: TYPE_STRING dims: [ -1 ] } ] output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`,
 			tensors("x"), "input 'INPUT__0' of model 'm' is TYPE_STRING, passed as List[str], but forward's argument 0 ('x') is Tensor", true},
-		{"tensor for a list", one, []argument{{"x", "List[str]"}},
+		{"tensor for a list", one, []argument{{"x", "List[str]", ""}},
 			"input 'INPUT__0' of model 'm' is TYPE_FP32, passed as a Tensor, but forward's argument 0 ('x') is List[str]", true},
-		{"dict of ints", one, []argument{{"d", "Dict(str, int)"}},
+		{"dict of ints", one, []argument{{"d", "Dict(str, int)", ""}},
 			"model 'm': forward's argument 'd' is Dict(str, int); a Dict input must be Dict(str, Tensor)", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestPlanBatchInputs(t *testing.T) {
 		{name: "named index", input: "X__0", bi: bi(`"N__2", "M__1"`), args: tensors("x", "m", "n"), feeds: map[string]int{"X__0": 0, "N__2": 2, "M__1": 1}},
 		{name: "forward arguments", input: "x", bi: bi(`"offsets"`), args: tensors("offsets", "x"), feeds: map[string]int{"x": 1, "offsets": 0}},
 		{name: "strict ordering", input: "INPUT", bi: bi(`"A", "B"`), args: tensors("p", "q", "r"), feeds: map[string]int{"INPUT": 0, "A": 1, "B": 2}},
-		{name: "dict keys", input: "X__0", bi: bi(`"offsets"`), args: []argument{{"d", "Dict(str, Tensor)"}}, feeds: map[string]int{"X__0": 0, "offsets": 0}},
+		{name: "dict keys", input: "X__0", bi: bi(`"offsets"`), args: []argument{{"d", "Dict(str, Tensor)", ""}}, feeds: map[string]int{"X__0": 0, "offsets": 0}},
 		{name: "counted", input: "X__0", bi: bi(`"N__1"`), args: tensors("x"), errSub: "configuration expects 2 inputs, model provides 1"},
 		{name: "not an argument", input: "x", bi: bi(`"offsets"`), args: tensors("x", "y"), errSub: "batch input 'offsets' of model 'm' is not an argument of forward"},
 		{name: "not indexed", input: "X__0", bi: bi(`"N"`), args: tensors("x", "n"), errSub: "input 'N' does not follow <name>__<index> naming convention."},
@@ -297,7 +297,7 @@ func TestPlanTypes(t *testing.T) {
 		}
 	}
 	cfg := parse(t, `max_batch_size: 4 input [ { name: "INPUT__0" data_type: TYPE_STRING dims: [ 1 ] reshape: { shape: [ ] } } ] output [ { name: "OUT__0" data_type: TYPE_STRING dims: [ 1 ] reshape: { shape: [ ] } } ]`)
-	p, err := makePlan("m", cfg, []argument{{"x", "List[str]"}})
+	p, err := makePlan("m", cfg, []argument{{"x", "List[str]", ""}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,6 +213,40 @@ output [ { name: "LEN__0" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ 
 	wg.Wait()
 }
 
+// TestServeStringsShape serves joined.pt, which returns one string
+// whatever its list's length: without batching the request gets it as
+// [1]; with batching a lone request gets its rows, as Triton shapes it,
+// so a list that is not one string per row fails the request as the
+// model's other output errors do (it got the whole list, which the
+// server's shape check then refused as Internal).
+func TestServeStringsShape(t *testing.T) {
+	const io = `input [ { name: "TEXT__0" data_type: TYPE_STRING dims: [ %s ] } ]
+output [ { name: "OUT__0" data_type: TYPE_STRING dims: [ %[1]s ] } ]`
+	srv := newRepo(t).
+		model("plain", "joined.pt", `backend: "pytorch"
+`+fmt.Sprintf(io, "-1")).
+		model("batching", "joined.pt", `backend: "pytorch"
+max_batch_size: 4
+`+strings.ReplaceAll(fmt.Sprintf(io, "1"), "] }", "] reshape: { shape: [ ] } }")+` dynamic_batching { }`).Serve()
+
+	out := output(t, infer(t, srv, "plain", must(tensor.FromStrings("TEXT__0", tensor.Shape{3}, []string{"a", "b", "c"}))), "OUT__0")
+	if got, err := tensor.Strings(out); err != nil || !slices.Equal(got, []string{"a b c"}) || !out.Shape.Equal(tensor.Shape{1}) {
+		t.Errorf("plain: %q %v, shape %v; want [\"a b c\"] [1]", got, err, out.Shape)
+	}
+
+	out = output(t, infer(t, srv, "batching", must(tensor.FromStrings("TEXT__0", tensor.Shape{1, 1}, []string{"x"}))), "OUT__0")
+	if got, err := tensor.Strings(out); err != nil || !slices.Equal(got, []string{"x"}) || !out.Shape.Equal(tensor.Shape{1, 1}) {
+		t.Errorf("batching, one row: %q %v, shape %v; want [\"x\"] [1 1]", got, err, out.Shape)
+	}
+
+	_, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "batching", Inputs: []tensor.Tensor{
+		must(tensor.FromStrings("TEXT__0", tensor.Shape{3, 1}, []string{"a", "b", "c"}))}})
+	const want = "model 'batching': output 'OUT__0' is a List[str] of 1 strings for a batch of 3"
+	if err == nil || !strings.Contains(err.Error(), want) || triton.CodeOf(err) != triton.InvalidArgument {
+		t.Errorf("batching, three rows: %v (%v); want InvalidArgument containing %q", err, triton.CodeOf(err), want)
+	}
+}
+
 // dtypeNames are dtypes.pt's arguments with their config types.
 var dtypeNames = []struct{ arg, typ string }{
 	{"b", "BOOL"}, {"u8", "UINT8"}, {"i8", "INT8"}, {"i16", "INT16"}, {"i32", "INT32"},

@@ -28,6 +28,7 @@ static struct {
 	__typeof__(&tshim_get_settings) get_settings; // optional: NULL in a shim built before it
 	__typeof__(&tshim_module_training) module_training; // optional, as get_settings
 	__typeof__(&tshim_arg_copied) arg_copied;           // optional, as get_settings
+	__typeof__(&tshim_arg_printed) arg_printed;         // optional, as get_settings
 } fns;
 
 // errorf returns a malloc'd message "<path>: <what>: <detail>".
@@ -80,6 +81,7 @@ char *trun_open(const char *path) {
 	fns.get_settings = (__typeof__(&tshim_get_settings))dlsym(h, "tshim_get_settings");
 	fns.module_training = (__typeof__(&tshim_module_training))dlsym(h, "tshim_module_training");
 	fns.arg_copied = (__typeof__(&tshim_arg_copied))dlsym(h, "tshim_arg_copied");
+	fns.arg_printed = (__typeof__(&tshim_arg_printed))dlsym(h, "tshim_arg_printed");
 	return NULL;
 }
 
@@ -100,6 +102,10 @@ size_t trun_num_args(const tshim_module *m) { return fns.num_args(m); }
 const char *trun_arg_name(const tshim_module *m, size_t i) { return fns.arg_name(m, i); }
 
 const char *trun_arg_type(const tshim_module *m, size_t i) { return fns.arg_type(m, i); }
+
+const char *trun_arg_printed(const tshim_module *m, size_t i) {
+	return fns.arg_printed != NULL ? fns.arg_printed(m, i) : fns.arg_type(m, i);
+}
 
 int trun_arg_copied(const tshim_module *m, size_t i) { return fns.arg_copied != NULL ? fns.arg_copied(m, i) : 0; }
 

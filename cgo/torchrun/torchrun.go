@@ -209,6 +209,10 @@ type Argument struct {
 	// "Dict(str, Tensor)", "Optional[Tensor]", "int", … (the annotation
 	// spelling, except a dict's, which is spelled as Triton prints it).
 	Type string
+	// Printed is the type as TorchScript's str() prints it, the spelling
+	// of Triton's messages: "Tensor?" for Optional[Tensor], "int[]" for
+	// List[int] (Type's spelling with a shim built before it).
+	Printed string
 	// Copied reports that forward may write the argument in place or keep
 	// it in the module's state (TorchScript's alias analysis of forward,
 	// at load): Forward then hands it a copy of the caller's Data, which
@@ -304,9 +308,10 @@ func Load(path string, opts Options) (*Module, error) {
 	mod.args = make([]Argument, n)
 	for i := range n {
 		mod.args[i] = Argument{
-			Name:   C.GoString(C.trun_arg_name(m, C.size_t(i))),
-			Type:   C.GoString(C.trun_arg_type(m, C.size_t(i))),
-			Copied: C.trun_arg_copied(m, C.size_t(i)) != 0,
+			Name:    C.GoString(C.trun_arg_name(m, C.size_t(i))),
+			Type:    C.GoString(C.trun_arg_type(m, C.size_t(i))),
+			Printed: C.GoString(C.trun_arg_printed(m, C.size_t(i))),
+			Copied:  C.trun_arg_copied(m, C.size_t(i)) != 0,
 		}
 	}
 	return mod, nil

@@ -56,15 +56,15 @@ func TestArguments(t *testing.T) {
 		model string
 		want  []torchrun.Argument
 	}{
-		{"addsub.pt", []torchrun.Argument{{"INPUT0", "Tensor", false}, {"INPUT1", "Tensor", false}}},
-		{"addsub_args.pt", []torchrun.Argument{{"a", "Tensor", false}, {"b", "Tensor", false}}},
-		{"cnn.pt", []torchrun.Argument{{"INPUT__0", "Tensor", false}}},
-		{"strings.pt", []torchrun.Argument{{"x", "List[str]", false}}},
-		{"dict_in.pt", []torchrun.Argument{{"d", "Dict(str, Tensor)", false}}},
-		{"state.pt", []torchrun.Argument{{"x", "Tensor", false}, {"state", "Tensor", false}}},
-		{"other_args.pt", []torchrun.Argument{{"x", "Tensor", false}, {"n", "int", false}, {"y", "Optional[Tensor]", false}}},
-		{"dtypes.pt", []torchrun.Argument{{"b", "Tensor", false}, {"u8", "Tensor", false}, {"i8", "Tensor", false}, {"i16", "Tensor", false},
-			{"i32", "Tensor", false}, {"i64", "Tensor", false}, {"f16", "Tensor", false}, {"bf16", "Tensor", false}, {"f32", "Tensor", false}, {"f64", "Tensor", false}}},
+		{"addsub.pt", []torchrun.Argument{{"INPUT0", "Tensor", "Tensor", false}, {"INPUT1", "Tensor", "Tensor", false}}},
+		{"addsub_args.pt", []torchrun.Argument{{"a", "Tensor", "Tensor", false}, {"b", "Tensor", "Tensor", false}}},
+		{"cnn.pt", []torchrun.Argument{{"INPUT__0", "Tensor", "Tensor", false}}},
+		{"strings.pt", []torchrun.Argument{{"x", "List[str]", "str[]", false}}},
+		{"dict_in.pt", []torchrun.Argument{{"d", "Dict(str, Tensor)", "Dict(str, Tensor)", false}}},
+		{"state.pt", []torchrun.Argument{{"x", "Tensor", "Tensor", false}, {"state", "Tensor", "Tensor", false}}},
+		{"other_args.pt", []torchrun.Argument{{"x", "Tensor", "Tensor", false}, {"n", "int", "int", false}, {"y", "Optional[Tensor]", "Tensor?", false}}},
+		{"dtypes.pt", []torchrun.Argument{{"b", "Tensor", "Tensor", false}, {"u8", "Tensor", "Tensor", false}, {"i8", "Tensor", "Tensor", false}, {"i16", "Tensor", "Tensor", false},
+			{"i32", "Tensor", "Tensor", false}, {"i64", "Tensor", "Tensor", false}, {"f16", "Tensor", "Tensor", false}, {"bf16", "Tensor", "Tensor", false}, {"f32", "Tensor", "Tensor", false}, {"f64", "Tensor", "Tensor", false}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {

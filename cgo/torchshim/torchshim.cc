@@ -144,6 +144,7 @@ struct tshim_module {
 	tshim_options opts{};
 	std::vector<std::string> names;
 	std::vector<std::string> types;
+	std::vector<std::string> printed; // types as str() prints them (tshim_arg_printed)
 	std::vector<bool> copied; // per argument: forward writes or keeps it, so it gets a copy (writtenOrKept)
 	bool training = false;    // the module was saved in training mode
 };
@@ -381,6 +382,7 @@ char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out
 			}
 			m->names.push_back(args[i].name());
 			m->types.push_back(typeName(args[i].type()));
+			m->printed.push_back(args[i].type()->str());
 		}
 		try {
 			m->copied = writtenOrKept(m->module);
@@ -421,6 +423,10 @@ const char *tshim_arg_name(const tshim_module *m, size_t i) {
 
 const char *tshim_arg_type(const tshim_module *m, size_t i) {
 	return i < m->types.size() ? m->types[i].c_str() : "";
+}
+
+const char *tshim_arg_printed(const tshim_module *m, size_t i) {
+	return i < m->printed.size() ? m->printed[i].c_str() : "";
 }
 
 int tshim_arg_copied(const tshim_module *m, size_t i) {

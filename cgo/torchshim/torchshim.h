@@ -127,6 +127,12 @@ size_t tshim_num_args(const tshim_module *m);
 const char *tshim_arg_name(const tshim_module *m, size_t i);
 const char *tshim_arg_type(const tshim_module *m, size_t i);
 
+// tshim_arg_printed returns argument i's type as TorchScript's str()
+// prints it, the spelling of Triton's messages ("Tensor?" for
+// Optional[Tensor], "int[]" for List[int]); it lives as long as m.
+// Optional, as tshim_module_training.
+const char *tshim_arg_printed(const tshim_module *m, size_t i);
+
 // tshim_arg_copied is 1 when forward may write argument i in place or keep
 // it in the module's state: tshim_forward then copies it first (the
 // others are wrapped over the caller's memory). Optional, as
