@@ -57,10 +57,15 @@ func complete(cfg *modelconfig.ModelConfig, ins, outs []ort.InputOutputInfo, def
 		}
 	}
 	batching := cfg.GetMaxBatchSize() > 0
-	seqIns, seqOuts := sequenceNames(cfg)
+	made, seqOuts := sequenceNames(cfg) // inputs the server makes: sequence state and controls, batch inputs
+	for _, bi := range cfg.GetBatchInput() {
+		for _, name := range bi.GetTargetName() {
+			made[name] = true
+		}
+	}
 	if len(cfg.GetInput()) == 0 {
 		for _, io := range ins {
-			if seqIns[io.Name] {
+			if made[io.Name] {
 				continue
 			}
 			dt, dims, reshape, err := completeTensor(io, batching, axes[io.Name])

@@ -186,6 +186,9 @@ func TestComplete(t *testing.T) {
 			`input:{name:"x" data_type:TYPE_FP32 dims:-1 dims:16} output:{name:"y" data_type:TYPE_FP32 dims:-1 dims:16}`},
 		{"configured inputs kept", `input { name: "x" data_type: TYPE_FP32 dims: [ 16 ] } max_batch_size: 8`, batchable, batchOut, 4,
 			`max_batch_size:8 input:{name:"x" data_type:TYPE_FP32 dims:16} output:{name:"y" data_type:TYPE_FP32 dims:16}`},
+		{"batch inputs are not completed as inputs", `max_batch_size: 8 batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_FP32 }`,
+			[]ort.InputOutputInfo{info("x", fp32, -1, 16), info("n", fp32, -1)}, batchOut, 4,
+			`max_batch_size:8 input:{name:"x" data_type:TYPE_FP32 dims:16} output:{name:"y" data_type:TYPE_FP32 dims:16} batch_input:{kind:BATCH_ELEMENT_COUNT target_name:"n" data_type:TYPE_FP32}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
