@@ -297,6 +297,13 @@ func (v *validator) outputNames() map[string]bool {
 func (v *validator) checkBatchInputs() {
 	inputs := v.inputNames()
 	targets := map[string]bool{}
+	sequence := map[string]string{} // the inputs the sequence batcher makes, and what each is
+	for _, ci := range v.cfg.GetSequenceBatching().GetControlInput() {
+		sequence[ci.GetName()] = "control input"
+	}
+	for _, st := range v.cfg.GetSequenceBatching().GetState() {
+		sequence[st.GetInputName()] = "state input"
+	}
 	for i, bi := range v.cfg.GetBatchInput() {
 		f := fmt.Sprintf("batch_input[%d]", i)
 		kind := bi.GetKind()
@@ -314,6 +321,8 @@ func (v *validator) checkBatchInputs() {
 				v.add(f+".target_name", "batch input target '%s' is also a model input of %s; the server makes batch inputs, requests do not send them", t, v.model)
 			case targets[t]:
 				v.add(f+".target_name", "batch input target '%s' is named more than once", t)
+			case sequence[t] != "":
+				v.add(f+".target_name", "batch input target '%s' is also a sequence batching %s of %s; each input is made by one of them", t, sequence[t], v.model)
 			}
 			targets[t] = true
 		}

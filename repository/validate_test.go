@@ -295,6 +295,11 @@ func TestValidate(t *testing.T) {
 		{name: "batch input targets taken", cfg: base + `batch_input { kind: BATCH_ELEMENT_COUNT target_name: [ "x", "N" ] data_type: TYPE_INT32 source_input: "x" } batch_input { kind: BATCH_ITEM_SHAPE target_name: "N" data_type: TYPE_INT32 source_input: "x" }`,
 			want: []want{{"batch_input[0].target_name", "batch input target 'x' is also a model input of m"},
 				{"batch_input[1].target_name", "batch input target 'N' is named more than once"}}},
+		{name: "batch input targets the sequence batcher's", cfg: base + `sequence_batching { control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+state [ { input_name: "S_IN" output_name: "S_OUT" data_type: TYPE_FP32 dims: [ 1 ] } ] }
+batch_input { kind: BATCH_ELEMENT_COUNT target_name: [ "START", "S_IN" ] data_type: TYPE_INT32 source_input: "x" }`,
+			want: []want{{"batch_input[0].target_name", "batch input target 'START' is also a sequence batching control input of m"},
+				{"batch_input[0].target_name", "batch input target 'S_IN' is also a sequence batching state input of m"}}},
 		{name: "batch input without target", cfg: base + `batch_input { data_type: TYPE_FP32 source_input: "x" }`,
 			want: []want{{"batch_input[0].target_name", "must specify 'target_name'"}}},
 		{name: "batch output valid", cfg: base + `batch_output { target_name: "y" source_input: "x" }`},
