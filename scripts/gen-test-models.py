@@ -370,6 +370,27 @@ def ragged():
     )
 
 
+def custom_op():
+    """Y = Scale(X), an operator of the domain ai.triton_go.test, which no
+    library registers: what a model made for a custom-op library
+    (model_operations) looks like to a server without it."""
+    graph = helper.make_graph(
+        [helper.make_node("Scale", ["X"], ["Y"], name="scale", domain="ai.triton_go.test")],
+        "custom_op",
+        [vi("X", TensorProto.FLOAT, ["batch", 4])],
+        [vi("Y", TensorProto.FLOAT, ["batch", 4])],
+    )
+    m = helper.make_model(
+        graph,
+        producer_name=PRODUCER,
+        producer_version=PRODUCER_VERSION,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.triton_go.test", 1)],
+    )
+    m.ir_version = IR_VERSION
+    onnx.checker.check_model(m)  # no full check: no schema knows Scale
+    return m
+
+
 def main(argv):
     if len(argv) > 2:
         sys.exit("usage: gen-test-models.py [OUTDIR]")
@@ -389,6 +410,7 @@ def main(argv):
         detector(),
         classifier(),
         ragged(),
+        custom_op(),
     ]
     for m in models:
         path = os.path.join(out, m.graph.name + ".onnx")

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
+	"go.uber.org/zap"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
@@ -136,9 +137,20 @@ func (b *Backend) withModel(spec *backend.ModelSpec, keep bool, f func(src model
 	}
 	ins, outs, err := src.info()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w%s", err, opLibraries(spec.Config))
 	}
 	return f(src, ins, outs)
+}
+
+// opLibraries says, for an error of ONNX Runtime's, that the custom
+// operator libraries the configuration names (model_operations) were not
+// loaded; "" when it names none.
+func opLibraries(cfg *modelconfig.ModelConfig) string {
+	libs := cfg.GetModelOperations().GetOpLibraryFilename()
+	if len(libs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (model_operations names the custom operator libraries %q, which this server does not load)", libs)
 }
 
 // CompleteConfig fills inputs, outputs and max_batch_size from the model
@@ -161,6 +173,10 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 			return fmt.Errorf("%w: %w", err, backend.ErrInvalidInput)
 		}
 		m = &model{spec: spec, src: src, instances: instanceCount(spec.Config)}
+		if len(spec.Config.GetModelOperations().GetOpLibraryFilename()) > 0 && spec.Logger != nil {
+			spec.Logger.Warn("model_operations is ignored: the model loads without its custom operator libraries",
+				zap.Strings("op_library_filename", spec.Config.GetModelOperations().GetOpLibraryFilename()))
+		}
 		for _, in := range spec.Config.GetInput() {
 			m.inputs = append(m.inputs, in.GetName())
 		}
@@ -298,7 +314,7 @@ func (m *model) NewInstance(ctx context.Context, is backend.InstanceSpec) (backe
 		s, err = ort.NewDynamicAdvancedSessionWithONNXData(m.src.data, m.inputs, m.outputs, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating an ONNX Runtime session for %s: %w", m.src.file, err)
+		return nil, fmt.Errorf("creating an ONNX Runtime session for %s: %w%s", m.src.file, err, opLibraries(m.spec.Config))
 	}
 	inst, err := newInstance(m, s)
 	if err != nil {

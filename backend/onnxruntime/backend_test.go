@@ -284,6 +284,9 @@ input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "INPUT1" d
 optimization { execution_accelerators { cpu_execution_accelerator { name: "openvino" } } }`)
 	r.model("bad_param", "add_sub.onnx", `backend: "onnxruntime"
 parameters { key: "execution_mode" value: { string_value: "fast" } }`)
+	r.model("custom_op", "custom_op.onnx", `backend: "onnxruntime" max_batch_size: 8`)
+	r.model("custom_op_library", "custom_op.onnx", `backend: "onnxruntime" max_batch_size: 8
+model_operations { op_library_filename: [ "libscale_op.so" ] }`)
 	srv := r.serve(triton.WithExitOnError(false))
 
 	want := map[string][]string{
@@ -295,12 +298,18 @@ parameters { key: "execution_mode" value: { string_value: "fast" } }`)
 		"unknown_input": {"input 'EXTRA' is not one of the model's inputs"},
 		"no_openvino":   {"execution accelerator openvino", "does not provide it"},
 		"bad_param":     {"execution_mode must be an integer"},
+		"custom_op":     {"custom_op/1/model.onnx", "Scale"},
+		// The configuration's op library is said to be the missing piece.
+		"custom_op_library": {"custom_op_library/1/model.onnx", "Scale", `model_operations names the custom operator libraries ["libscale_op.so"], which this server does not load`},
 	}
 	reasons := map[string]string{}
 	for _, st := range srv.Index(context.Background()) {
 		if st.State != "READY" {
 			reasons[st.Name] = st.Reason
 		}
+	}
+	if strings.Contains(reasons["custom_op"], "model_operations") {
+		t.Errorf("custom_op: reason %q mentions model_operations, which its configuration has not", reasons["custom_op"])
 	}
 	for model, parts := range want {
 		for _, p := range append(parts, "'"+model+"'") {

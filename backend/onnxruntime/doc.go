@@ -65,12 +65,16 @@
 // for GPU instances, CUDA for every GPU instance, then the CPU accelerator
 // "openvino". A provider the library or machine lacks fails the load with an
 // error saying so; the library fetched by the script is the CPU build.
+// model_operations (custom operator libraries) is not loaded: a model that
+// needs one fails to load with ONNX Runtime's error and a note naming the
+// libraries, and one that loads without them logs a warning.
 //
 // # Auto-complete
 //
 // Unless the server runs with strict configuration, a config (or a missing
 // config.pbtxt) is completed from the model file as Triton does: inputs and
-// outputs with their datatypes and dims when the config lists none; a model
+// outputs with their datatypes and dims when the config lists none (the
+// targets of batch_input, which the server makes, left out); a model
 // whose every input and output has a dynamic first dimension is batchable,
 // and a max_batch_size left at 0 becomes 4 ([WithDefaultMaxBatchSize]) with
 // dynamic batching enabled. Rank-0 tensors become dims [1] (they make the
