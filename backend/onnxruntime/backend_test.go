@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/internal/testenv"
@@ -287,7 +290,14 @@ parameters { key: "execution_mode" value: { string_value: "fast" } }`)
 	r.model("custom_op", "custom_op.onnx", `backend: "onnxruntime" max_batch_size: 8`)
 	r.model("custom_op_library", "custom_op.onnx", `backend: "onnxruntime" max_batch_size: 8
 model_operations { op_library_filename: [ "libscale_op.so" ] }`)
-	srv := r.serve(triton.WithExitOnError(false))
+	// A library the model does not need: it loads, with a warning.
+	r.model("unused_library", "add_sub.onnx", `backend: "onnxruntime"
+model_operations { op_library_filename: [ "libscale_op.so" ] }`)
+	core, logs := observer.New(zap.WarnLevel)
+	srv := r.serve(triton.WithExitOnError(false), triton.WithLogger(zap.New(core)))
+	if n := logs.FilterMessageSnippet("model_operations is ignored").FilterField(zap.String("model", "unused_library")).Len(); n != 1 {
+		t.Errorf("%d warnings that unused_library's model_operations is ignored, want 1; logs %v", n, logs.All())
+	}
 
 	want := map[string][]string{
 		"truncated":     {"truncated/1/model.onnx", "not a model ONNX Runtime can load"},
