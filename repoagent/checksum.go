@@ -26,7 +26,8 @@ var ErrMismatch = errors.New("checksum mismatch")
 // differs fails the load with Triton's text ("Mismatched MD5 hash for file
 // 1/model.onnx, expect: ..., got: ..."), as does a file that cannot be
 // read, a key without ':' and another algorithm. Files are hashed as they
-// are read, never held whole in memory.
+// are read, never held whole in memory, and hashing stops when the load's
+// context ends.
 type Checksum struct{}
 
 // Load checks every file params names, in the order of their keys.
@@ -51,7 +52,7 @@ func (Checksum) Load(ctx context.Context, m Model, params map[string]string) err
 		} else if !fi.Mode().IsRegular() {
 			return fmt.Errorf("failed to open text file for read %s: %s, not a regular file", file, repository.FileKind(fi.Mode()))
 		}
-		got, err := md5File(m.FS, file)
+		got, err := md5File(ctx, m.FS, file)
 		if err != nil {
 			return fmt.Errorf("failed to open text file for read %s: %w", file, err)
 		}
@@ -62,15 +63,30 @@ func (Checksum) Load(ctx context.Context, m Model, params map[string]string) err
 	return nil
 }
 
-func md5File(fsys fs.FS, name string) (string, error) {
+// md5File hashes a file, stopping when ctx ends (a model file may be
+// gigabytes).
+func md5File(ctx context.Context, fsys fs.FS, name string) (string, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := md5.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader reads r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +110,56 @@ func TestRun(t *testing.T) {
 	err := repoagent.Run(context.Background(), m, agents)
 	if !errors.Is(err, repoagent.ErrUnknownAgent) || !strings.Contains(err.Error(), "repository agent 'encryption' of model 'm' is not one this server has (audit, checksum;") {
 		t.Errorf("unknown agent: %v", err)
+	}
+}
+
+// cancelFS serves one file, of size bytes, whose first read cancels the
+// load's context, as a shutdown would midway through a large model file.
+type cancelFS struct {
+	cancel context.CancelFunc
+	size   int
+	reads  *int
+}
+
+func (c cancelFS) Open(name string) (fs.File, error) {
+	return &cancelFile{c: c, left: c.size}, nil
+}
+
+type cancelFile struct {
+	c    cancelFS
+	left int
+}
+
+func (f *cancelFile) Stat() (fs.FileInfo, error) {
+	return fstest.MapFS{"f": {Data: make([]byte, f.c.size)}}.Stat("f")
+}
+
+func (f *cancelFile) Read(p []byte) (int, error) {
+	*f.c.reads++
+	f.c.cancel()
+	if f.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), f.left)
+	f.left -= n
+	return n, nil
+}
+
+func (f *cancelFile) Close() error { return nil }
+
+// TestChecksumCancelled: hashing stops once the load's context ends, not
+// at the end of the file.
+func TestChecksumCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := 0
+	m := model(nil, checksum(map[string]string{"MD5:model.onnx": digest("x")}))
+	m.FS = cancelFS{cancel: cancel, size: 64 << 20, reads: &reads}
+	err := repoagent.Run(ctx, m, repoagent.Builtin())
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want context.Canceled", err)
+	}
+	if reads != 1 {
+		t.Errorf("%d reads of a 64 MiB file after the context ended at the first, want 1", reads)
 	}
 }
