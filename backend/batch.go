@@ -570,6 +570,8 @@ func (b *Batch) madeInput(name string, made *BatchInput) (tensor.Tensor, error) 
 		bits := uint32(v)
 		if made.DataType == tensor.FP32 {
 			bits = math.Float32bits(float32(v))
+		} else if v > math.MaxInt32 {
+			return tensor.Tensor{}, fmt.Errorf("batch input %q: %s %d does not fit TYPE_INT32: %w", name, kind, v, ErrInvalidInput)
 		}
 		binary.LittleEndian.PutUint32(data[4*i:], bits)
 	}

@@ -161,3 +161,30 @@ batch_output [ { target_name: "Y" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_in
 		t.Errorf("layouts %v, want S, T and Y", l)
 	}
 }
+
+// TestBatchInputOverflow: an INT32 batch input whose value does not fit
+// fails the batch as invalid input (it wrapped around); FP32 takes it.
+func TestBatchInputOverflow(t *testing.T) {
+	// Shapes alone make batch inputs: the requests carry no data.
+	huge := func(id string) *backend.Request {
+		return &backend.Request{ID: id, BatchSize: 1, Inputs: []tensor.Tensor{{Name: "X", DataType: tensor.Uint8, Shape: tensor.Shape{1, 1 << 30}}}}
+	}
+	for _, dt := range []tensor.DataType{tensor.Int32, tensor.FP32} {
+		batch := backend.NewBatch(true, huge("a"), huge("b"))
+		batch.SetLayouts(map[string]backend.Layout{"X": {Ragged: true},
+			"N": {Made: &backend.BatchInput{Kind: modelconfig.BatchInput_BATCH_ACCUMULATED_ELEMENT_COUNT, Source: "X", DataType: dt}}})
+		n, err := batch.Input("N")
+		if dt == tensor.Int32 {
+			if !errors.Is(err, backend.ErrInvalidInput) || !strings.Contains(err.Error(), "2147483648 does not fit TYPE_INT32") {
+				t.Errorf("INT32: %v, want an invalid-input error saying 2147483648 does not fit", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("FP32: %v", err)
+		}
+		if got := view(t, n); !slices.Equal(got, []float32{1 << 30, 1 << 31}) {
+			t.Errorf("FP32: %v, want [2^30 2^31]", got)
+		}
+	}
+}
