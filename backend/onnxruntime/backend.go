@@ -173,9 +173,8 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 			return fmt.Errorf("%w: %w", err, backend.ErrInvalidInput)
 		}
 		m = &model{spec: spec, src: src, instances: instanceCount(spec.Config)}
-		if len(spec.Config.GetModelOperations().GetOpLibraryFilename()) > 0 && spec.Logger != nil {
-			spec.Logger.Warn("model_operations is ignored: the model loads without its custom operator libraries",
-				zap.Strings("op_library_filename", spec.Config.GetModelOperations().GetOpLibraryFilename()))
+		if libs := spec.Config.GetModelOperations().GetOpLibraryFilename(); len(libs) > 0 && spec.Logger != nil {
+			spec.Logger.Warn("model_operations is ignored: the model loads without its custom operator libraries", zap.Strings("op_library_filename", libs))
 		}
 		for _, in := range spec.Config.GetInput() {
 			m.inputs = append(m.inputs, in.GetName())

@@ -14,16 +14,8 @@ import (
 // argument is one argument of the module's forward, self excluded, with
 // its TorchScript type ("Tensor", "List[str]", "Dict(str, Tensor)", ...)
 // and that type as Triton's messages print it ("Tensor?" for
-// Optional[Tensor]; empty: as typ).
+// Optional[Tensor]).
 type argument struct{ name, typ, printed string }
-
-// printedType is a's type in the spelling of Triton's messages.
-func (a argument) printedType() string {
-	if a.printed != "" {
-		return a.printed
-	}
-	return a.typ
-}
 
 // convention is how configuration tensor names map to forward's arguments
 // and outputs (Triton's NamingConvention).
@@ -154,7 +146,7 @@ func makePlan(model string, cfg *modelconfig.ModelConfig, args []argument) (*pla
 		}
 		for _, a := range args {
 			if a.typ != "Tensor" && !strings.HasPrefix(a.typ, "List[") {
-				return nil, fmt.Errorf("An input of type '%s' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", a.printedType())
+				return nil, fmt.Errorf("An input of type '%s' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", a.printed)
 			}
 		}
 		if len(args) != expected {

@@ -172,7 +172,7 @@ func TestPlanErrors(t *testing.T) {
 			"Multiple inputs of kind DictType were detected. Only a single input of type Dict(str, Tensor) is supported.", false},
 		{"optional argument", one, []argument{{"x", "Tensor", ""}, {"y", "Optional[Tensor]", "Tensor?"}},
 			"An input of type 'Tensor?' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", false},
-		{"int argument", one, []argument{{"n", "int", ""}},
+		{"int argument", one, []argument{{"n", "int", "int"}},
 			"An input of type 'int' was detected in the model. Only a single input of type Dict(str, Tensor) or input(s) of type Tensor are supported.", false},
 		{"no inputs", `output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]`, nil,
 			"model configuration must contain at least one input, none were specified.", false},
