@@ -22,8 +22,21 @@ import (
 // callers, torchrun runs batches of it formed beforehand.
 const benchBatch = 8
 
-// benchSetup serves cnn.pt twice (cnn without dynamic batching, and
-// cnn_batching, batches of benchBatch), each on one CPU instance, and
+// benchBatches are the batch sizes BenchmarkCNNPaired compares batching
+// at: benchBatch, and 32, where a batch's fixed cost (the hand-off between
+// two executions) is spread over four times as many images.
+var benchBatches = []int{benchBatch, 32}
+
+// batchingModel names the model that batches n images at a time.
+func batchingModel(n int) string {
+	if n == benchBatch {
+		return "cnn_batching"
+	}
+	return fmt.Sprintf("cnn_batching%d", n)
+}
+
+// benchSetup serves cnn.pt without dynamic batching (cnn) and once for
+// each of benchBatches (batchingModel), each on one CPU instance, and
 // loads the same file once more through torchrun for the direct calls.
 func benchSetup(b *testing.B) (*triton.Server, *torchrun.Module, tensor.Tensor) {
 	r := newRepo(b)
@@ -32,12 +45,14 @@ max_batch_size: 8
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]`)
-	r.model("cnn_batching", "cnn.pt", fmt.Sprintf(`backend: "pytorch"
+	for _, n := range benchBatches {
+		r.model(batchingModel(n), "cnn.pt", fmt.Sprintf(`backend: "pytorch"
 max_batch_size: %d
 dynamic_batching { preferred_batch_size: [ %d ] max_queue_delay_microseconds: 100 }
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]`, benchBatch, benchBatch))
+instance_group [ { kind: KIND_CPU count: 1 } ]`, n, n))
+	}
 	srv := r.Serve()
 	image := seq(784, func(i int) float32 { return float32(i%31) / 31 })
 	in := must(tensor.From("INPUT__0", tensor.Shape{1, 1, 28, 28}, image))
@@ -139,11 +154,14 @@ func stats(b *testing.B, srv *triton.Server, model string) triton.ModelStats {
 // both sides of each comparison alike: batch1 alternates one srv.Infer and
 // one direct Forward per op (the order swapped every op) and reports the
 // mean of each and the median per-op difference (overhead-ns/req);
-// batched runs, per op, a round of 512 images through the server from 64
-// callers and 64 pre-formed batches through torchrun, in alternating
-// order, and reports each side's ns/image and the median ratio.
+// batched8 and batched32 run, per op, a round of 256 batches' worth of
+// images through the server from 64 callers (batches of 8 or 32) and the
+// same images as pre-formed batches of that size through torchrun, in
+// alternating order, and report each side's ns/image and the median ratio,
+// with the server's forward against torchrun's and the instance's time
+// between executions.
 //
-//	go test -run '^$' -bench CNNPaired -benchtime 2000x ./backend/pytorch/
+//	go test -run '^$' -bench CNNPaired -benchtime 8x ./backend/pytorch/
 func BenchmarkCNNPaired(b *testing.B) {
 	srv, mod, in := benchSetup(b)
 	ctx := context.Background()
@@ -177,57 +195,104 @@ func BenchmarkCNNPaired(b *testing.B) {
 		b.ReportMetric(float64(direct)/float64(n), "torchrun-ns/req")
 		b.ReportMetric(median(diffs), "overhead-ns/req")
 	})
-	b.Run("batched", func(b *testing.B) {
-		const images, callers = 2048, 64
-		data := make([]byte, 0, benchBatch*len(in.Data))
-		for range benchBatch {
-			data = append(data, in.Data...)
-		}
-		args := []torchrun.Value{{DataType: tensor.FP32, Shape: []int64{benchBatch, 1, 28, 28}, Data: data}}
-		serverRound := func() time.Duration {
-			start := time.Now()
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Go(func() {
-					req := &triton.InferRequest{Model: "cnn_batching", Inputs: []tensor.Tensor{in}}
-					for range images / callers {
-						if _, err := srv.Infer(ctx, req); err != nil {
-							b.Errorf("caller %d: %v", g, err)
-							return
-						}
+	for _, size := range benchBatches {
+		b.Run(fmt.Sprintf("batched%d", size), func(b *testing.B) { batchedRounds(b, srv, mod, in, size) })
+	}
+}
+
+// batchedRounds is BenchmarkCNNPaired's batched comparison at batches of
+// size images.
+func batchedRounds(b *testing.B, srv *triton.Server, mod *torchrun.Module, in tensor.Tensor, size int) {
+	ctx := context.Background()
+	// 256 batches a round, so that the round's start and end (partial
+	// batches waiting out the queue delay) weigh the same at every size.
+	const callers = 64
+	images := 256 * size
+	data := make([]byte, 0, size*len(in.Data))
+	for range size {
+		data = append(data, in.Data...)
+	}
+	args := []torchrun.Value{{DataType: tensor.FP32, Shape: []int64{int64(size), 1, 28, 28}, Data: data}}
+	serverRound := func() time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range callers {
+			wg.Go(func() {
+				req := &triton.InferRequest{Model: batchingModel(size), Inputs: []tensor.Tensor{in}}
+				for range images / callers {
+					if _, err := srv.Infer(ctx, req); err != nil {
+						b.Errorf("caller %d: %v", g, err)
+						return
 					}
-				})
-			}
-			wg.Wait()
-			return time.Since(start)
-		}
-		directRound := func() time.Duration {
-			start := time.Now()
-			for range images / benchBatch {
-				if _, err := mod.Forward(ctx, args); err != nil {
-					b.Fatal(err)
 				}
-			}
-			return time.Since(start)
+			})
 		}
-		var server, direct time.Duration
-		var ratios []float64
-		n := 0
-		for b.Loop() {
-			var ds, dd time.Duration
-			if n%2 == 0 {
-				ds, dd = serverRound(), directRound()
-			} else {
-				dd, ds = directRound(), serverRound()
+		wg.Wait()
+		return time.Since(start)
+	}
+	directRound := func() time.Duration {
+		start := time.Now()
+		for range images / size {
+			if _, err := mod.Forward(ctx, args); err != nil {
+				b.Fatal(err)
 			}
-			server, direct = server+ds, direct+dd
-			ratios = append(ratios, float64(ds)/float64(dd))
-			n++
 		}
-		b.ReportMetric(float64(server)/float64(n*images), "server-ns/image")
-		b.ReportMetric(float64(direct)/float64(n*images), "torchrun-ns/image")
-		b.ReportMetric(median(ratios), "server/torchrun")
-	})
+		return time.Since(start)
+	}
+	var server, direct time.Duration
+	var ratios []float64
+	n := 0
+	before := stats(b, srv, batchingModel(size))
+	for b.Loop() {
+		var ds, dd time.Duration
+		if n%2 == 0 {
+			ds, dd = serverRound(), directRound()
+		} else {
+			dd, ds = directRound(), serverRound()
+		}
+		server, direct = server+ds, direct+dd
+		ratios = append(ratios, float64(ds)/float64(dd))
+		n++
+	}
+	b.ReportMetric(float64(server)/float64(n*images), "server-ns/image")
+	b.ReportMetric(float64(direct)/float64(n*images), "torchrun-ns/image")
+	b.ReportMetric(median(ratios), "server/torchrun")
+	after := stats(b, srv, batchingModel(size))
+	execs := after.ExecutionCount - before.ExecutionCount
+	if execs == 0 {
+		return
+	}
+	b.ReportMetric(float64(after.InferenceCount-before.InferenceCount)/float64(execs), "images/batch")
+	// Where the gap lies: the server's forward of a full batch against
+	// torchrun's (the same call, slower when the server's own work beside
+	// it slows the core), and the instance's time outside executions per
+	// execution (the hand-off from one batch to the next).
+	busy := executing(after) - executing(before)
+	if full, prev := batchStat(after, size), batchStat(before, size); full.Count > prev.Count {
+		forward := (full.Total - prev.Total) / time.Duration(full.Count-prev.Count)
+		b.ReportMetric(float64(forward)/(float64(direct)/float64(n*images/size)), "forward/torchrun")
+	}
+	b.ReportMetric(float64(server-busy)/float64(execs), "between-ns/batch")
+}
+
+// executing is the total time st's executions took.
+func executing(st triton.ModelStats) time.Duration {
+	var d time.Duration
+	for _, bs := range st.Batches {
+		d += bs.ComputeInput.Total + bs.ComputeInfer.Total + bs.ComputeOutput.Total
+	}
+	return d
+}
+
+// batchStat returns the ComputeInfer statistics of st's batches of size
+// rows (zero if none ran).
+func batchStat(st triton.ModelStats, size int) triton.StatDuration {
+	for _, bs := range st.Batches {
+		if bs.BatchSize == int64(size) {
+			return bs.ComputeInfer
+		}
+	}
+	return triton.StatDuration{}
 }
 
 func median(xs []float64) float64 {
