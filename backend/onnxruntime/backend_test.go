@@ -22,11 +22,11 @@ import (
 
 // repo is a model repository under construction in a temporary folder.
 type repo struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
-func newRepo(t *testing.T) *repo {
+func newRepo(t testing.TB) *repo {
 	testenv.NeedLibrary(t)
 	return &repo{t: t, dir: t.TempDir()}
 }

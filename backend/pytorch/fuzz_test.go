@@ -1,7 +1,6 @@
 package pytorch_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/fuzztensor"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -36,8 +36,8 @@ output [ { name: "OUT__0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]`},
 // InvalidArgument (a bad request) or Internal naming a failure inside the
 // model ("PyTorch execute failure"); a success must hold what the model
 // computes. With fit set, the data is cut or repeated to the size the
-// shape needs (a valid BYTES tensor for strings), so that most inputs reach
-// libtorch rather than the server's checks.
+// shape needs ([fuzztensor.Make]), so that most inputs reach libtorch
+// rather than the server's checks.
 func FuzzInfer(f *testing.F) {
 	r := newRepo(f)
 	for _, m := range fuzzModels {
@@ -63,20 +63,17 @@ func FuzzInfer(f *testing.F) {
 	f.Add(uint8(2), uint8(tensor.FP32), true, []byte{1, 2, 3}, f1(1), []byte{}, []byte{}) // a rank the config does not have
 	f.Fuzz(func(t *testing.T, model, dt uint8, fit bool, shapeA, dataA, shapeB, dataB []byte) {
 		m := fuzzModels[int(model)%len(fuzzModels)]
-		a := fuzzTensor(tensor.DataType(dt), shapeA, dataA, fit)
+		in := func(name string, shape, data []byte) tensor.Tensor {
+			return fuzztensor.Make(name, tensor.DataType(dt), shape, data, fit)
+		}
 		req := &triton.InferRequest{Model: m.name}
 		switch m.name {
 		case "addsub":
-			a.Name = "a"
-			b := fuzzTensor(tensor.DataType(dt), shapeB, dataB, fit)
-			b.Name = "b"
-			req.Inputs = []tensor.Tensor{a, b}
+			req.Inputs = []tensor.Tensor{in("a", shapeA, dataA), in("b", shapeB, dataB)}
 		case "strings":
-			a.Name = "TEXT__0"
-			req.Inputs = []tensor.Tensor{a}
+			req.Inputs = []tensor.Tensor{in("TEXT__0", shapeA, dataA)}
 		default:
-			a.Name = "x"
-			req.Inputs = []tensor.Tensor{a}
+			req.Inputs = []tensor.Tensor{in("x", shapeA, dataA)}
 		}
 		resp, err := srv.Infer(context.Background(), req)
 		if err != nil {
@@ -102,39 +99,6 @@ func FuzzInfer(f *testing.F) {
 			checkRaises(t, req.Inputs[0], resp)
 		}
 	})
-}
-
-// fuzzTensor makes a tensor of datatype dt, one dimension per byte of
-// shape (as a signed byte, so that negative dimensions occur). With fit,
-// and a shape of at most 4,096 elements, data is cut or repeated to the
-// shape's size; for BYTES it becomes that many strings cut from data.
-func fuzzTensor(dt tensor.DataType, shape, data []byte, fit bool) tensor.Tensor {
-	t := tensor.Tensor{DataType: dt, Data: data}
-	for _, d := range shape[:min(len(shape), 4)] {
-		t.Shape = append(t.Shape, int64(int8(d)))
-	}
-	n, err := t.Shape.NumElements()
-	if !fit || err != nil || n > 4096 {
-		return t
-	}
-	if dt == tensor.Bytes {
-		var b bytes.Buffer
-		for i := range n {
-			lo, hi := int(i)*len(data)/int(n), int(i+1)*len(data)/int(n)
-			b.Write(binary.LittleEndian.AppendUint32(nil, uint32(hi-lo)))
-			b.Write(data[lo:hi])
-		}
-		t.Data = b.Bytes()
-		return t
-	}
-	size := int(n) * max(dt.Size(), 1)
-	t.Data = make([]byte, size)
-	if len(data) > 0 {
-		for i := range t.Data {
-			t.Data[i] = data[i%len(data)]
-		}
-	}
-	return t
 }
 
 // broadcast returns the shape of a + b under libtorch's broadcasting.
