@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzModelInfer$$' -fuzztime 30000x ./grpcapi
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30000x ./backend/python
 	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 5000x ./backend/python
+	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 5000x ./backend/python
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/onnxruntime
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/pytorch
 
