@@ -33,6 +33,7 @@ vet:
 # every `go test`.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 50000x .
+	$(GO) test -run '^$$' -fuzz '^FuzzSequence$$' -fuzztime 5000x .
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBytes$$' -fuzztime 100000x ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzShape$$' -fuzztime 100000x ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 30000x ./repository
