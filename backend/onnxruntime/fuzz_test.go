@@ -54,6 +54,7 @@ func FuzzInfer(f *testing.F) {
 	f.Add(uint8(2), uint8(tensor.FP32), true, []byte{0, 4}, []byte{})     // empty
 	f.Add(uint8(3), uint8(tensor.FP32), true, []byte{2, 5, 3}, []byte{7}) // [batch, rows, 3]
 	f.Add(uint8(3), uint8(tensor.FP32), true, []byte{1, 2, 2}, []byte{7}) // a last axis the config does not have
+	f.Add(uint8(3), uint8(tensor.FP32), true, []byte{2, 0, 3}, []byte{})  // empty
 	f.Fuzz(func(t *testing.T, model, dt uint8, fit bool, shape, data []byte) {
 		m := fuzzModels[int(model)%len(fuzzModels)]
 		name := "INPUT0"
@@ -66,6 +67,10 @@ func FuzzInfer(f *testing.F) {
 			switch c := triton.CodeOf(err); {
 			case c == triton.InvalidArgument:
 			case c == triton.Internal && strings.Contains(err.Error(), "ONNX Runtime failed to run model '"+m.name+"'"):
+			case c == triton.Internal && m.name == "reduce" && empty(in) && strings.Contains(err.Error(), "backend produced output 'SUM' with shape"):
+				// ONNX Runtime's ReduceSum gives an empty X's shape back
+				// unreduced ([2, 0, 3] for [2, 0, 3]); the server refuses
+				// an output whose rank the config does not have.
 			default:
 				t.Fatalf("%s: code %v: %v", m.name, c, err)
 			}
@@ -95,4 +100,10 @@ func FuzzInfer(f *testing.F) {
 			t.Fatalf("%s: input %v bytes %x came back as %x", m.name, in.Shape, in.Data, out.Data)
 		}
 	})
+}
+
+// empty reports whether t has no elements.
+func empty(t tensor.Tensor) bool {
+	n, err := t.Shape.NumElements()
+	return err == nil && n == 0
 }
