@@ -34,6 +34,7 @@ vet:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 50000x .
 	$(GO) test -run '^$$' -fuzz '^FuzzSequence$$' -fuzztime 5000x .
+	$(GO) test -run '^$$' -fuzz '^FuzzBatching$$' -fuzztime 3000x .
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBytes$$' -fuzztime 100000x ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzShape$$' -fuzztime 100000x ./tensor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime 30000x ./repository

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -117,5 +119,90 @@ func FuzzSequence(f *testing.F) {
 		for id := range sum {
 			send(-1, id, false, true, 0)
 		}
+	})
+}
+
+// FuzzBatching sends arbitrary sets of requests at once to a dynamically
+// batched model whose backend doubles the whole batch (two instances,
+// preferred batches of 4, a priority level each way), each byte a request:
+// bits 0–3 its rows (0 or more than max_batch_size is refused), bits 4–5
+// its row length (requests of different lengths never share a batch), bit
+// 6 its priority level. Every request must get back exactly its own rows,
+// doubled, whatever batches they went in.
+func FuzzBatching(f *testing.F) {
+	cfg := `backend: "double"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]
+dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100 priority_levels: 2 default_priority_level: 2 }`
+	double := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		in, err := b.Input("IN")
+		if err != nil {
+			return err
+		}
+		v, err := tensor.View[int32](in)
+		if err != nil {
+			return err
+		}
+		out := make([]int32, len(v))
+		for i, x := range v {
+			out[i] = 2 * x
+		}
+		t, err := tensor.From("OUT", in.Shape, out)
+		if err != nil {
+			return err
+		}
+		return b.SetOutput(t)
+	})
+	srv := newServer(f, map[string]string{"double/config.pbtxt": cfg, "double/1/m": ""}, triton.WithBackend("double", double))
+	f.Add([]byte{0x01, 0x01, 0x01, 0x01, 0x01})       // five single rows
+	f.Add([]byte{0x03, 0x12, 0x21, 0x05, 0x46, 0x31}) // several lengths and sizes, one of priority 1
+	f.Add([]byte{0x08, 0x09, 0x00, 0x0f})             // the limit, over it, none
+	f.Fuzz(func(t *testing.T, reqs []byte) {
+		reqs = reqs[:min(len(reqs), 32)]
+		var wg sync.WaitGroup
+		for i, b := range reqs {
+			rows, n, priority := int64(b&15), int64(b>>4&3)+1, uint64(1+b>>6&1)
+			wg.Go(func() {
+				vals := make([]int32, rows*n)
+				for k := range vals {
+					vals[k] = int32(i*1000 + k)
+				}
+				in, err := tensor.From("IN", tensor.Shape{rows, n}, vals)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := srv.Infer(context.Background(), &triton.InferRequest{Model: "double", Priority: priority, Inputs: []tensor.Tensor{in}})
+				if rows == 0 || rows > 8 {
+					if triton.CodeOf(err) != triton.InvalidArgument {
+						t.Errorf("request %d of %d rows: %v, want InvalidArgument", i, rows, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Errorf("request %d (%d rows of %d, priority %d): %v", i, rows, n, priority, err)
+					return
+				}
+				out, ok := resp.Output("OUT")
+				if !ok || !out.Shape.Equal(in.Shape) {
+					t.Errorf("request %d: output %v, want shape %v", i, resp.Outputs, in.Shape)
+					return
+				}
+				got, err := tensor.View[int32](out)
+				if err != nil {
+					t.Errorf("request %d: %v", i, err)
+					return
+				}
+				for k, x := range vals {
+					if got[k] != 2*x {
+						t.Errorf("request %d element %d: %d, want %d (another request's rows?)", i, k, got[k], 2*x)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	})
 }
