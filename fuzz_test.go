@@ -3,7 +3,6 @@ package triton_test
 import (
 	"context"
 	"encoding/binary"
-	"strings"
 	"sync"
 	"testing"
 
@@ -58,67 +57,77 @@ output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]`,
 }
 
 // FuzzSequence sends arbitrary series of requests to accConfig's
-// accumulator, one at a time, each byte a request: bits 0–1 the sequence
-// (0 is no correlation ID), bit 2 START, bit 3 END, bits 4–7 its X. The
-// answers must be those of a reference: a request without a correlation
-// ID, or of a sequence that has not started, fails as InvalidArgument; a
-// START (again) begins the sequence afresh, as Triton's does when the
-// previous one did not end; SUM is X plus the sequence's previous SUM; an
-// END ends it. Each input's sequences have IDs of their own, and those
-// left open are ended afterwards. (No queue delay: one request at a time
-// would wait it out every time.)
+// accumulator (the oldest strategy, batching sequences), each byte a
+// request: bits 0–1 the sequence (0 is no correlation ID), bit 2 START,
+// bit 3 END, bits 4–7 its X. Each sequence's requests go one after the
+// other, the sequences at once. The answers must be those of a reference:
+// a request without a correlation ID, or of a sequence that has not
+// started, fails as InvalidArgument; a START (again) begins the sequence
+// afresh, as Triton's does when the previous one did not end; SUM is X
+// plus the sequence's previous SUM; an END ends it. Each input's sequences
+// have IDs of their own, and those left open are ended afterwards.
 func FuzzSequence(f *testing.F) {
 	acc := &accumulator{}
-	cfg := strings.Replace(accConfig, "max_queue_delay_microseconds: 200", "max_queue_delay_microseconds: 0", 1)
-	if cfg == accConfig {
-		f.Fatal("accConfig has no queue delay of 200 µs to take out")
-	}
-	srv := newServer(f, map[string]string{"acc/config.pbtxt": cfg, "acc/1/m": ""}, triton.WithBackend("acc", acc.backend()))
+	srv := newServer(f, map[string]string{"acc/config.pbtxt": accConfig, "acc/1/m": ""}, triton.WithBackend("acc", acc.backend()))
 	f.Add([]byte{0x15, 0x21, 0x39})             // 1: start, step, end
-	f.Add([]byte{0x11, 0x16, 0x21, 0x2e, 0x32}) // 1 and 2 interleaved
+	f.Add([]byte{0x11, 0x16, 0x21, 0x2e, 0x32}) // 1 and 2
 	f.Add([]byte{0x11, 0x15, 0x21})             // 1 not started, then started
 	f.Add([]byte{0x15, 0x25, 0x31})             // 1 started twice
 	f.Add([]byte{0x1d, 0x21, 0x04})             // START and END at once; then no correlation ID
 	var base uint64
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		base += 4
-		sum := map[uint64]int32{} // the open sequences' last SUM
-		send := func(i int, id uint64, start, end bool, x int32) {
-			t.Helper()
-			req := &triton.InferRequest{Model: "acc", SequenceStart: start, SequenceEnd: end,
-				Inputs: []tensor.Tensor{int32s(t, "X", tensor.Shape{1, 1}, x)}}
-			if id != 0 {
-				req.SequenceID = base + id
-			}
-			prev, open := sum[id]
-			resp, err := srv.Infer(context.Background(), req)
-			if id == 0 || !open && !start {
-				if triton.CodeOf(err) != triton.InvalidArgument {
-					t.Fatalf("request %d (sequence %d, open %v, start %v): %v, want InvalidArgument", i, id, open, start, err)
+		var wg sync.WaitGroup
+		for id := range uint64(4) {
+			wg.Go(func() {
+				open, sum := false, int32(0) // the sequence's state in the reference
+				send := func(i int, start, end bool, x int32) bool {
+					req := &triton.InferRequest{Model: "acc", SequenceStart: start, SequenceEnd: end}
+					if id != 0 {
+						req.SequenceID = base + id
+					}
+					in, err := tensor.From("X", tensor.Shape{1, 1}, []int32{x})
+					if err != nil {
+						t.Error(err)
+						return false
+					}
+					req.Inputs = []tensor.Tensor{in}
+					resp, err := srv.Infer(context.Background(), req)
+					if id == 0 || !open && !start {
+						if triton.CodeOf(err) != triton.InvalidArgument {
+							t.Errorf("request %d (sequence %d, open %v, start %v): %v, want InvalidArgument", i, id, open, start, err)
+							return false
+						}
+						return true
+					}
+					if err != nil {
+						t.Errorf("request %d (sequence %d, start %v, end %v): %v", i, id, start, end, err)
+						return false
+					}
+					want := x
+					if !start {
+						want += sum
+					}
+					out, ok := resp.Output("SUM")
+					got, err := tensor.View[int32](out)
+					if !ok || err != nil || len(got) != 1 || got[0] != want {
+						t.Errorf("request %d (sequence %d, start %v): SUM %v (%v), want %d", i, id, start, got, err, want)
+						return false
+					}
+					open, sum = !end, want
+					return true
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("request %d (sequence %d, start %v, end %v): %v", i, id, start, end, err)
-			}
-			want := x
-			if !start {
-				want += prev
-			}
-			if got := outputInt32(t, resp, "SUM")[0]; got != want {
-				t.Fatalf("request %d (sequence %d, start %v): SUM %d, want %d", i, id, start, got, want)
-			}
-			sum[id] = want
-			if end {
-				delete(sum, id)
-			}
+				for i, b := range ops[:min(len(ops), 64)] {
+					if uint64(b&3) == id && !send(i, b&4 != 0, b&8 != 0, int32(b>>4)) {
+						return
+					}
+				}
+				if open {
+					send(-1, false, true, 0)
+				}
+			})
 		}
-		for i, b := range ops[:min(len(ops), 64)] {
-			send(i, uint64(b&3), b&4 != 0, b&8 != 0, int32(b>>4))
-		}
-		for id := range sum {
-			send(-1, id, false, true, 0)
-		}
+		wg.Wait()
 	})
 }
 
