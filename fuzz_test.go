@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/backend"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -145,26 +145,7 @@ input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
 instance_group [ { count: 2 kind: KIND_CPU } ]
 dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100 priority_levels: 2 default_priority_level: 2 }`
-	double := backend.Func(func(ctx context.Context, b *backend.Batch) error {
-		in, err := b.Input("IN")
-		if err != nil {
-			return err
-		}
-		v, err := tensor.View[int32](in)
-		if err != nil {
-			return err
-		}
-		out := make([]int32, len(v))
-		for i, x := range v {
-			out[i] = 2 * x
-		}
-		t, err := tensor.From("OUT", in.Shape, out)
-		if err != nil {
-			return err
-		}
-		return b.SetOutput(t)
-	})
-	srv := newServer(f, map[string]string{"double/config.pbtxt": cfg, "double/1/m": ""}, triton.WithBackend("double", double))
+	srv := newServer(f, map[string]string{"double/config.pbtxt": cfg, "double/1/m": ""}, triton.WithBackend("double", testmodels.Double))
 	f.Add([]byte{0x01, 0x01, 0x01, 0x01, 0x01})       // five single rows
 	f.Add([]byte{0x03, 0x12, 0x21, 0x05, 0x46, 0x31}) // several lengths and sizes, one of priority 1
 	f.Add([]byte{0x08, 0x09, 0x00, 0x0f})             // the limit, over it, none

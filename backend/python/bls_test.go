@@ -15,6 +15,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/python"
+	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -183,21 +184,6 @@ class TritonPythonModel:
 // TestBLSGoAndEnsemble: a Python model calls a Go backend's model and an
 // ensemble (of that Go model and a Python one) through exec().
 func TestBLSGoAndEnsemble(t *testing.T) {
-	double := backend.Func(func(ctx context.Context, b *backend.Batch) error {
-		in, err := b.Input("IN")
-		if err != nil {
-			return err
-		}
-		v, err := tensor.View[int32](in)
-		if err != nil {
-			return err
-		}
-		out := make([]int32, len(v))
-		for i, x := range v {
-			out[i] = 2 * x
-		}
-		return b.SetOutput(must(tensor.From("OUT", in.Shape, out)))
-	})
 	goConfig := `backend: "double"
 max_batch_size: 0
 input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
@@ -224,7 +210,7 @@ ensemble_scheduling { step [
 	r.write("double/1/.keep", "")
 	r.write("chain/config.pbtxt", ensembleConfig)
 	r.write("chain/1/.keep", "")
-	srv := r.Serve(triton.WithBackend("double", double))
+	srv := r.Serve(triton.WithBackend("double", testmodels.Double))
 	a := must(tensor.From("A", tensor.Shape{3}, []float32{1, 2, 3}))
 	for model, want := range map[string][]float32{"to_go": {2, 4, 6}, "to_ensemble": {3, 5, 7}} {
 		resp, err := infer(t, srv, model, a)

@@ -93,7 +93,7 @@ func FuzzInfer(f *testing.F) {
 		}
 		switch m.name {
 		case "half":
-			x, y := values[tensor.Float16](t, in), values[tensor.Float16](t, out)
+			x, y := fuzztensor.Values[tensor.Float16](t, in), fuzztensor.Values[tensor.Float16](t, out)
 			for i := range x {
 				if x[i].Float32() < 0 {
 					t.Fatalf("half: element %d is %v, and the model did not fail", i, x[i].Float32())
@@ -103,7 +103,7 @@ func FuzzInfer(f *testing.F) {
 				}
 			}
 		case "raises":
-			x, y := values[float32](t, in), values[float32](t, out)
+			x, y := fuzztensor.Values[float32](t, in), fuzztensor.Values[float32](t, out)
 			for i := range x {
 				if x[i] < 0 {
 					t.Fatalf("raises: element %d is %v, and the model did not fail", i, x[i])
@@ -131,14 +131,4 @@ func floatsOrBytes(t *testing.T, model string, resp *triton.InferResponse) tenso
 		t.Fatalf("%s: accepted input produced an invalid output: %v", model, err)
 	}
 	return out
-}
-
-// values returns x's elements as T.
-func values[T tensor.Element](t *testing.T, x tensor.Tensor) []T {
-	t.Helper()
-	v, err := tensor.View[T](x)
-	if err != nil {
-		t.Fatalf("%s: %v", x.Name, err)
-	}
-	return v
 }

@@ -116,16 +116,6 @@ func broadcast(a, b tensor.Shape) tensor.Shape {
 	return out
 }
 
-// values returns x's elements as T.
-func values[T tensor.Element](t *testing.T, x tensor.Tensor) []T {
-	t.Helper()
-	v, err := tensor.View[T](x)
-	if err != nil {
-		t.Fatalf("%s: %v", x.Name, err)
-	}
-	return v
-}
-
 // sameFloat reports whether two float32 results agree (any two NaNs do).
 func sameFloat(x, y float32) bool {
 	return x == y || x != x && y != y
@@ -141,7 +131,7 @@ func checkAddSub(t *testing.T, a, b tensor.Tensor, resp *triton.InferResponse) {
 	if !a.Shape.Equal(b.Shape) {
 		return // broadcast: the shape is what is checked
 	}
-	x, y, s, d := values[float32](t, a), values[float32](t, b), values[float32](t, sum), values[float32](t, diff)
+	x, y, s, d := fuzztensor.Values[float32](t, a), fuzztensor.Values[float32](t, b), fuzztensor.Values[float32](t, sum), fuzztensor.Values[float32](t, diff)
 	for i := range x {
 		if !sameFloat(s[i], x[i]+y[i]) || !sameFloat(d[i], x[i]-y[i]) {
 			t.Fatalf("addsub element %d: %v and %v gave %v and %v", i, x[i], y[i], s[i], d[i])
@@ -155,7 +145,7 @@ func checkStrings(t *testing.T, in tensor.Tensor, resp *triton.InferResponse) {
 	if err != nil {
 		t.Fatalf("strings: the server accepted a tensor that does not decode: %v", err)
 	}
-	lengths := values[int64](t, output(t, resp, "LEN__0"))
+	lengths := fuzztensor.Values[int64](t, output(t, resp, "LEN__0"))
 	upper, err := tensor.ByteSlices(output(t, resp, "UPPER__1"))
 	if err != nil || len(lengths) != len(strs) || len(upper) != len(strs) {
 		t.Fatalf("strings: %d strings gave %d lengths and %d upper-cased (%v)", len(strs), len(lengths), len(upper), err)
@@ -173,7 +163,7 @@ func checkRaises(t *testing.T, in tensor.Tensor, resp *triton.InferResponse) {
 	if !out.Shape.Equal(in.Shape) {
 		t.Fatalf("raises: input %v gave %v", in.Shape, out.Shape)
 	}
-	x, y := values[float32](t, in), values[float32](t, out)
+	x, y := fuzztensor.Values[float32](t, in), fuzztensor.Values[float32](t, out)
 	for i := range x {
 		if x[i] < 0 {
 			t.Fatalf("raises: element %d is %v, and forward did not raise", i, x[i])

@@ -3,6 +3,7 @@ package fuzztensor
 import (
 	"bytes"
 	"encoding/binary"
+	"testing"
 
 	"github.com/triton-go/triton/tensor"
 )
@@ -43,4 +44,14 @@ func Make(name string, dt tensor.DataType, shape, data []byte, fit bool) tensor.
 		}
 	}
 	return t
+}
+
+// Values returns x's elements as T, failing tb if they are not.
+func Values[T tensor.Element](tb testing.TB, x tensor.Tensor) []T {
+	tb.Helper()
+	v, err := tensor.View[T](x)
+	if err != nil {
+		tb.Fatalf("%s: %v", x.Name, err)
+	}
+	return v
 }

@@ -52,6 +52,29 @@ var AddSub = backend.Func(func(ctx context.Context, b *backend.Batch) error {
 	return nil
 })
 
+// Double answers the whole batch's INT32 "IN" with "OUT" = 2·IN, gathered
+// and scattered by the batch (so that a batch's rows must come back to
+// their requests).
+var Double = backend.Func(func(ctx context.Context, b *backend.Batch) error {
+	in, err := b.Input("IN")
+	if err != nil {
+		return err
+	}
+	v, err := tensor.View[int32](in)
+	if err != nil {
+		return err
+	}
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = 2 * x
+	}
+	t, err := tensor.From("OUT", in.Shape, out)
+	if err != nil {
+		return err
+	}
+	return b.SetOutput(t)
+})
+
 // EchoParams answers OUTPUT0 (BYTES [1]) with the request's parameters,
 // sorted, as "k=v(type)" joined by ";".
 var EchoParams = backend.Func(func(ctx context.Context, b *backend.Batch) error {
