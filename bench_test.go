@@ -263,6 +263,50 @@ dynamic_batching { }
 	}
 }
 
+// BenchmarkQueueDelay measures how long a lone request waits out
+// max_queue_delay_microseconds: 100, one caller on the no-op backend,
+// against the same model with no delay in the same run (requests
+// alternating). The metric overshoot-ns is the median of the paired
+// differences minus the configured 100 µs: the time the delay takes beyond
+// what was asked (the runtime's idle sleep is whole milliseconds without
+// the scheduler's nudge, see batcher/nudge_linux.go).
+// Run: go test -run '^$' -bench QueueDelay -benchtime 2000x .
+func BenchmarkQueueDelay(b *testing.B) {
+	const delay = 100 * time.Microsecond
+	model := func(us int64) string {
+		return fmt.Sprintf(`backend: "noop" max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+dynamic_batching { max_queue_delay_microseconds: %d }`, us)
+	}
+	srv := newServer(b, map[string]string{
+		"delayed/config.pbtxt": model(delay.Microseconds()), "delayed/1/x": "",
+		"prompt/config.pbtxt": model(0), "prompt/1/x": "",
+	}, triton.WithBackend("noop", noopBatch))
+	ctx := context.Background()
+	in, _ := tensor.From("INPUT0", tensor.Shape{1, 16}, make([]float32, 16))
+	delayed := &triton.InferRequest{Model: "delayed", Inputs: []tensor.Tensor{in}}
+	prompt := &triton.InferRequest{Model: "prompt", Inputs: []tensor.Tensor{in}}
+	timed := func(req *triton.InferRequest) time.Duration {
+		start := time.Now()
+		if _, err := srv.Infer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var diffs []float64
+	var waited time.Duration
+	for b.Loop() {
+		d, p := timed(delayed), timed(prompt)
+		waited += d
+		diffs = append(diffs, float64(d-p-delay))
+	}
+	slices.Sort(diffs)
+	b.ReportMetric(diffs[len(diffs)/2], "overshoot-ns")
+	b.ReportMetric(float64(waited)/float64(len(diffs)), "delayed-ns/req")
+}
+
 // BenchmarkResponseCache compares a cache hit with a miss on the same model
 // (the no-op backend, response_cache on): hit answers from memory, miss
 // runs the model (each iteration sends new inputs) and stores the answer.

@@ -91,6 +91,10 @@ type Env[T, I any] struct {
 //     instance is busy, requests accumulate and the next batch is as large
 //     as it can be. Holding one instance while waiting for the delay costs
 //     nothing, since no other batch could be formed meanwhile.
+//   - The scheduler waits on Go timers; on Linux a timerfd armed for the
+//     same moment wakes an idle runtime on time (see nudge), so that a
+//     delay of 100 µs lasts about that, not the millisecond the runtime's
+//     idle sleep is rounded to.
 //   - One scheduler goroutine per model version (rejected: forming batches
 //     on the enqueuing goroutines under the lock, which needs a timer per
 //     waiting request to honour the delay, and makes rejections and
@@ -339,10 +343,21 @@ func (d *Dynamic[T, I]) run() {
 		inst  I
 		have  bool
 		timer = time.NewTimer(time.Hour)
+		// nudge makes timer fire on time in an idle process; made when
+		// the scheduler first waits (a model without delays and timeouts
+		// never does).
+		nudge  *nudge
+		nudged bool
 	)
 	timer.Stop()
+	defer func() { nudge.close() }()
 	arm := func(after time.Duration) <-chan time.Time {
-		timer.Reset(max(after, time.Microsecond))
+		after = max(after, time.Microsecond)
+		timer.Reset(after)
+		if !nudged {
+			nudge, nudged = newNudge(), true
+		}
+		nudge.at(after)
 		return timer.C
 	}
 	for {
