@@ -2,7 +2,6 @@ package pytorch_test
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"slices"
 	"strings"
@@ -44,13 +43,7 @@ func FuzzInfer(f *testing.F) {
 		r.model(m.name, m.file, m.config)
 	}
 	srv := r.Serve()
-	f1 := func(xs ...float32) []byte {
-		var b []byte
-		for _, x := range xs {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-		return b
-	}
+	f1 := func(xs ...float32) []byte { return must(tensor.From("", tensor.Shape{int64(len(xs))}, xs)).Data }
 	f.Add(uint8(0), uint8(tensor.FP32), true, []byte{1, 3}, f1(1, 2, 3), []byte{1, 3}, f1(4, 5, 6))
 	f.Add(uint8(0), uint8(tensor.FP32), true, []byte{2, 3}, f1(1), []byte{2, 1}, f1(2))        // broadcasts
 	f.Add(uint8(0), uint8(tensor.FP32), true, []byte{1, 3}, f1(1), []byte{1, 4}, f1(2))        // does not
