@@ -28,12 +28,7 @@ const benchBatch = 8
 var benchBatches = []int{benchBatch, 32}
 
 // batchingModel names the model that batches n images at a time.
-func batchingModel(n int) string {
-	if n == benchBatch {
-		return "cnn_batching"
-	}
-	return fmt.Sprintf("cnn_batching%d", n)
-}
+func batchingModel(n int) string { return fmt.Sprintf("cnn_batching%d", n) }
 
 // benchSetup serves cnn.pt without dynamic batching (cnn) and once for
 // each of benchBatches (batchingModel), each on one CPU instance, and
@@ -101,11 +96,11 @@ func BenchmarkCNN(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("server/dynamic%d_64callers", benchBatch), func(b *testing.B) {
 		b.ReportAllocs()
-		before := stats(b, srv, "cnn_batching")
+		before := stats(b, srv, batchingModel(benchBatch))
 		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 goroutines in all
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			req := &triton.InferRequest{Model: "cnn_batching", Inputs: []tensor.Tensor{in}}
+			req := &triton.InferRequest{Model: batchingModel(benchBatch), Inputs: []tensor.Tensor{in}}
 			for pb.Next() {
 				if _, err := srv.Infer(ctx, req); err != nil {
 					b.Error(err)
@@ -114,7 +109,7 @@ func BenchmarkCNN(b *testing.B) {
 			}
 		})
 		b.StopTimer()
-		after := stats(b, srv, "cnn_batching")
+		after := stats(b, srv, batchingModel(benchBatch))
 		if execs := after.ExecutionCount - before.ExecutionCount; execs > 0 {
 			b.ReportMetric(float64(after.InferenceCount-before.InferenceCount)/float64(execs), "images/batch")
 		}
