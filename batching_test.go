@@ -177,6 +177,58 @@ func testDynamicBatchingCoalesces(t *testing.T) {
 	}
 }
 
+// TestDynamicBatchingBackToBack: when an instance finishes a batch and the
+// next is ready, the next runs at once, and the finished batch's requests
+// are answered while it runs: none of them waits for a batch it is not in
+// (the requests that run the batches are not the ones whose answers wait).
+func TestDynamicBatchingBackToBack(t *testing.T) { synctest.Test(t, testDynamicBatchingBackToBack) }
+
+func testDynamicBatchingBackToBack(t *testing.T) {
+	g := newGated(true)
+	srv := newServer(t, batchingModel(1, `dynamic_batching { }`), triton.WithBackend("gated", g))
+	first := occupy(t, srv, g)
+	queue := func(ids ...string) map[string]chan result {
+		t.Helper()
+		chans := map[string]chan result{}
+		for i, id := range ids {
+			chans[id] = goInfer(srv, context.Background(), rowsRequest(t, id, 1, 2, int32(10*i)))
+			waitQueued(t, srv, "m", i+1)
+		}
+		return chans
+	}
+	answered := func(batch map[string]chan result) {
+		t.Helper()
+		for id, ch := range batch {
+			if r := <-ch; r.err != nil {
+				t.Fatalf("%s: %v", id, r.err)
+			}
+		}
+	}
+	ab := queue("a", "b")
+	g.release <- struct{}{} // first ends; [a b] starts and blocks
+	<-g.started
+	if r := <-first; r.err != nil {
+		t.Fatal(r.err)
+	}
+	cd := queue("c", "d")
+	g.release <- struct{}{} // [a b] ends; [c d] starts and blocks
+	<-g.started
+	answered(ab)
+	g.release <- struct{}{}
+	answered(cd)
+	want := [][]string{{"first"}, {"a", "b"}, {"c", "d"}}
+	if got := g.recorded(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	st, err := srv.Stats("m", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].ExecutionCount != 3 || st[0].InferenceCount != 5 {
+		t.Errorf("%d executions of %d requests, want 3 of 5", st[0].ExecutionCount, st[0].InferenceCount)
+	}
+}
+
 func TestDynamicBatchingShapes(t *testing.T) { synctest.Test(t, testDynamicBatchingShapes) }
 
 func testDynamicBatchingShapes(t *testing.T) {
