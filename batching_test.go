@@ -187,20 +187,25 @@ func testDynamicBatchingBackToBack(t *testing.T) {
 	g := newGated(true)
 	srv := newServer(t, batchingModel(1, `dynamic_batching { }`), triton.WithBackend("gated", g))
 	first := occupy(t, srv, g)
-	queue := func(ids ...string) map[string]chan result {
+	queue := func(ids ...string) map[*triton.InferRequest]chan result {
 		t.Helper()
-		chans := map[string]chan result{}
+		chans := map[*triton.InferRequest]chan result{}
 		for i, id := range ids {
-			chans[id] = goInfer(srv, context.Background(), rowsRequest(t, id, 1, 2, int32(10*i)))
+			req := rowsRequest(t, id, 1, 2, int32(10*i))
+			chans[req] = goInfer(srv, context.Background(), req)
 			waitQueued(t, srv, "m", i+1)
 		}
 		return chans
 	}
-	answered := func(batch map[string]chan result) {
+	answered := func(batch map[*triton.InferRequest]chan result) {
 		t.Helper()
-		for id, ch := range batch {
-			if r := <-ch; r.err != nil {
-				t.Fatalf("%s: %v", id, r.err)
+		for req, ch := range batch {
+			r := <-ch
+			if r.err != nil {
+				t.Fatalf("%s: %v", req.ID, r.err)
+			}
+			if err := checkRows(t, req, r.resp); err != nil {
+				t.Error(err)
 			}
 		}
 	}
