@@ -24,13 +24,23 @@ import (
 // between the batcher and the backend, and the batch's one gather copy
 // (backend.Batch.Input) and per-request output views
 // (backend.Batch.SetOutput) are the only data movement.
+//
+// An instance that queues (backend.Queuer) also takes full batches while it
+// runs one: its leader offers it to the batcher (batcher.Dynamic.Offer)
+// before running; a full batch queued behind is handed to its own leader,
+// which gathers its inputs and calls Execute at once, and the backend runs
+// it as soon as the batch ahead ends. Each batch that ends withdraws the
+// offers and, while batches still run on the instance, offers it again, so
+// that up to queueDepth batches wait behind the running one; the last to
+// end puts the instance back.
 
 // batchWork is one dispatched batch on its way to its leader.
 type batchWork struct {
-	slot  *slot
-	calls []*call
-	reqs  []*backend.Request
-	batch backend.Batch
+	slot   *slot
+	behind bool // queued behind a running batch (batcher.Dynamic.Offer)
+	calls  []*call
+	reqs   []*backend.Request
+	batch  backend.Batch
 }
 
 var workPool = sync.Pool{New: func() any { return new(batchWork) }}
@@ -110,21 +120,37 @@ func (v *version) startBatcher() error {
 			c.req.Fail(err)
 			v.release(c)
 		},
-		Dispatch: func(s *slot, batch []*call) {
-			w := workPool.Get().(*batchWork)
-			w.slot = s
-			w.calls = append(w.calls[:0], batch...)
-			leader := batch[0]
-			leader.work = w
-			leader.wake <- struct{}{}
-		},
+		Dispatch: func(s *slot, batch []*call) { v.handOff(s, batch, false) },
+		Queue:    func(s *slot, batch []*call) { v.handOff(s, batch, true) },
 	}
 	d, err := batcher.NewDynamic(bc, env, v.idle)
 	if err != nil {
 		return fmt.Errorf("dynamic_batching: %w", err)
 	}
 	v.dyn = d
+	if v.seq == nil && !v.shared {
+		// A sequence's next request reads the state its previous one
+		// leaves, so it must not be gathered before that one has run; a
+		// rate-limited instance is granted resources per execution.
+		for _, s := range v.pool {
+			s.queues = !s.passive && s.limit == nil && backend.Queue(s.instance())
+		}
+	}
 	return nil
+}
+
+// handOff hands a formed batch to its first request, the leader, to run
+// on s (behind: queued behind the batch s runs).
+func (v *version) handOff(s *slot, batch []*call, behind bool) {
+	if s.queues {
+		s.running.Add(1)
+	}
+	w := workPool.Get().(*batchWork)
+	w.slot, w.behind = s, behind
+	w.calls = append(w.calls[:0], batch...)
+	leader := batch[0]
+	leader.work = w
+	leader.wake <- struct{}{}
 }
 
 // inferBatched queues the request and waits for its answer, leading its
@@ -183,6 +209,7 @@ func (v *version) lead(w *batchWork) {
 	}
 	w.batch.Reset(true, w.reqs)
 	w.batch.SetLayouts(v.sig.Layouts)
+	w.batch.SetBehind(w.behind)
 	// A batch of several requests is not cancelled by any one of them: each
 	// was checked when the batch was formed, and the others still want
 	// their answers.
@@ -193,11 +220,23 @@ func (v *version) lead(w *batchWork) {
 	var ran timing
 	ran.computeStart = now()
 	v.stats.pending.Add(-int64(len(w.calls)))
+	if w.slot.queues && !w.behind {
+		v.offer(w.slot, queueDepth) // full batches may queue behind this one
+	}
 	fault := v.execute(ctx, w.slot, &w.batch)
 	ran.computeEnd = now() // before put, which may form and dispatch the next batch
-	v.put(w.slot, fault)
+	v.endBatch(w.slot, fault)
 	in, inf := w.batch.Marks()
 	ran.inputsDone, ran.inferDone = sinceEpoch(in), sinceEpoch(inf)
+	if q := w.batch.Queued(); q > 0 {
+		// The batch waited behind another on the instance once its inputs
+		// were ready: queue time (Triton's, for a batch formed ahead of
+		// its instance), not compute time.
+		ran.computeStart += q
+		if ran.inputsDone != 0 {
+			ran.inputsDone += q
+		}
+	}
 	ran.executed = w.batch.Size()
 	v.stats.execution(ran.executed, &ran)
 	for _, c := range w.calls {
@@ -209,6 +248,47 @@ func (v *version) lead(w *batchWork) {
 	w.batch.Reset(false, nil)
 	w.slot = nil
 	workPool.Put(w)
+}
+
+// queueDepth is how many full batches may queue behind the one an
+// instance that queues runs: Triton's payload queue holds twice as many
+// batches as the model has instances. Two, so that a short batch leaves
+// time for two goroutine wake-ups (the leader of a batch handing on the
+// instance's offer, the next leader submitting its batch) before the
+// batch queued behind it is done.
+const queueDepth = 2
+
+// offer opens n of the offers of s (see queueDepth).
+func (v *version) offer(s *slot, n int) {
+	for range n {
+		v.dyn.Offer(s)
+	}
+}
+
+// endBatch ends a batch on s: the instance goes back (put) unless batches
+// queued behind this one still run on it, which may then have one more
+// queued behind them. The last batch to end passes on a panic of any.
+func (v *version) endBatch(s *slot, fault *panicked) {
+	if !s.queues {
+		v.put(s, fault)
+		return
+	}
+	s.qmu.Lock()
+	v.dyn.Withdraw(s) // no batch is handed to s while this is decided
+	if fault != nil && s.fault == nil {
+		s.fault = fault
+	}
+	left := s.running.Add(-1)
+	if left > 0 {
+		if s.fault == nil {
+			v.offer(s, queueDepth+1-int(left))
+		}
+		s.qmu.Unlock()
+		return
+	}
+	fault, s.fault = s.fault, nil
+	s.qmu.Unlock()
+	v.put(s, fault)
 }
 
 // release hands a finished request its answer: at once, or, with

@@ -197,18 +197,6 @@ func testDynamicBatchingBackToBack(t *testing.T) {
 		}
 		return chans
 	}
-	answered := func(batch map[*triton.InferRequest]chan result) {
-		t.Helper()
-		for req, ch := range batch {
-			r := <-ch
-			if r.err != nil {
-				t.Fatalf("%s: %v", req.ID, r.err)
-			}
-			if err := checkRows(t, req, r.resp); err != nil {
-				t.Error(err)
-			}
-		}
-	}
 	ab := queue("a", "b")
 	g.release <- struct{}{} // first ends; [a b] starts and blocks
 	<-g.started
@@ -218,9 +206,9 @@ func testDynamicBatchingBackToBack(t *testing.T) {
 	cd := queue("c", "d")
 	g.release <- struct{}{} // [a b] ends; [c d] starts and blocks
 	<-g.started
-	answered(ab)
+	answeredAll(t, ab)
 	g.release <- struct{}{}
-	answered(cd)
+	answeredAll(t, cd)
 	want := [][]string{{"first"}, {"a", "b"}, {"c", "d"}}
 	if got := g.recorded(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)

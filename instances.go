@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,13 @@ import (
 // abandoned-call bookkeeping a queue needs: a request whose ctx ends while
 // it waits for an instance simply stops waiting. Backends that need thread
 // affinity (a CUDA context) must make their context current in Execute.
+//
+// One exception, under dynamic batching: an instance that is a
+// backend.Queuer (PyTorch's, whose forwards run on a worker thread) takes
+// full batches queued behind the one it runs (queueDepth, batching.go), so
+// that its next forward starts on the thread already running instead of
+// after a goroutine wake-up. The slot then counts its batches (running),
+// and the last of them to end puts the instance back.
 
 // slot is one backend instance. Only the request holding it (taken from
 // idle) calls Execute or replaces inst; readiness checks read inst from any
@@ -39,6 +47,14 @@ type slot struct {
 	spec    backend.InstanceSpec
 	passive bool
 	limit   *ratelimit.Client // nil: not rate limited
+	// queues: the instance takes full batches queued behind the one it
+	// runs (see batching.go); running counts its batches dispatched and not
+	// ended, at most 1+queueDepth.
+	queues  bool
+	running atomic.Int32
+	qmu     sync.Mutex
+	// qmu serializes the ends of the slot's batches and protects fault.
+	fault *panicked // a panic of a batch that ended while another ran
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -176,6 +192,9 @@ func (v *version) restart(s *slot, fault *panicked) bool {
 	if err != nil {
 		v.log.Error("recreating the instance failed; it stays down", zap.String("instance", s.spec.Name), zap.Error(err))
 		return false
+	}
+	if s.queues && !backend.Queue(inst) {
+		s.queues = false
 	}
 	s.setInstance(inst)
 	v.log.Info("instance recreated", zap.String("instance", s.spec.Name))

@@ -177,6 +177,8 @@ type Batch struct {
 	arena    []byte          // gathered inputs' data, reused by the next batch
 
 	inputsDone, inferDone time.Time // optional marks, for statistics
+	inferStart            time.Time // MarkInfer
+	behind                bool      // SetBehind
 }
 
 // NewBatch returns a batch of reqs. batched tells whether the model batches
@@ -201,7 +203,7 @@ func (b *Batch) Reset(batched bool, reqs []*Request) {
 	clear(b.gathered)
 	b.gathered = b.gathered[:0]
 	b.arena = b.arena[:0]
-	b.inputsDone, b.inferDone = time.Time{}, time.Time{}
+	b.inputsDone, b.inferDone, b.inferStart, b.behind = time.Time{}, time.Time{}, time.Time{}, false
 }
 
 // MarkInputsDone records that the backend has prepared the batch's inputs
@@ -213,6 +215,32 @@ func (b *Batch) MarkInputsDone() { b.inputsDone = time.Now() }
 
 // MarkInferDone: see [Batch.MarkInputsDone].
 func (b *Batch) MarkInferDone() { b.inferDone = time.Now() }
+
+// MarkInfer records that the model ran from start to end, for a backend
+// that runs it on a thread of its own (see [Queuer]): in place of
+// MarkInferDone's mark, end ends compute_infer, and the time from
+// MarkInputsDone to start, which the batch spent waiting behind another on
+// the instance, counts as the requests' queue time, not compute time.
+func (b *Batch) MarkInfer(start, end time.Time) { b.inferStart, b.inferDone = start, end }
+
+// Queued returns how long the batch waited behind another on the instance
+// once its inputs were ready (MarkInfer's start after MarkInputsDone's
+// mark; zero when not marked).
+func (b *Batch) Queued() time.Duration {
+	if b.inputsDone.IsZero() || !b.inferStart.After(b.inputsDone) {
+		return 0
+	}
+	return b.inferStart.Sub(b.inputsDone)
+}
+
+// SetBehind records that the server queued the batch behind another that
+// the instance runs (see [Queuer]); schedulers call it.
+func (b *Batch) SetBehind(behind bool) { b.behind = behind }
+
+// Behind reports whether the batch was queued behind another that the
+// instance runs: a [Queuer] runs it after that one, on the thread that
+// runs it, where a batch not behind may run on the calling goroutine's.
+func (b *Batch) Behind() bool { return b.behind }
 
 // Marks returns the times recorded by MarkInputsDone and MarkInferDone
 // (zero when not marked). The server reads them.

@@ -138,3 +138,30 @@ func (r SequenceEndReason) String() string {
 	}
 	return "unknown"
 }
+
+// Queuer is implemented by an [Instance] that can take more Executes while
+// one is in progress and then run the next batch the moment the running
+// one ends, on a thread already running (libtorch's forwards on a worker
+// thread of the instance's own). Under dynamic batching the server queues
+// a full batch behind the running one (it could not have grown while
+// waiting), as Triton's dynamic batcher forms batches ahead of its
+// instances, so that no goroutine has to be woken between two executions.
+// Unlike the other capabilities it is not looked for through a [Wrapper]:
+// a wrapper's own Execute must allow the second call.
+type Queuer interface {
+	// Queue switches the instance to taking more Executes while one is
+	// in progress, and reports whether it did. The server calls it once,
+	// before any Execute it may queue; from then on up to three calls are
+	// in progress (the running batch and two queued behind it: Triton's
+	// payload queue holds two batches per instance), and they may reach
+	// Execute in any order. A batch that waited behind another says when it
+	// ran with [Batch.MarkInfer].
+	Queue() bool
+}
+
+// Queue calls the [Queuer] of inst, if it is one, and reports whether inst
+// now takes Executes queued behind the one in progress.
+func Queue(inst Instance) bool {
+	q, ok := inst.(Queuer)
+	return ok && q.Queue()
+}

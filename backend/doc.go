@@ -74,6 +74,10 @@
 //   - [Readier] on the Instance: report health for readiness probes.
 //   - [SequenceObserver] on the Model of a stateful (sequence_batching)
 //     model: learn when a sequence ends, to free what it kept for it.
+//   - [Queuer] on the Instance: take full batches queued behind the running
+//     one under dynamic batching, and run each the moment the one before
+//     ends (a model that runs on a thread of its own; not looked for
+//     through a [Wrapper]).
 //
 // Models that call other models (Triton's BLS, and the ensemble scheduler)
 // use the [Caller] in their [ModelSpec]; under explicit model control it is

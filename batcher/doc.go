@@ -34,6 +34,9 @@
 //	...
 //	if ctxDone && d.Remove(&node) { /* it left the queue */ }
 //	...
+//	d.Offer(inst)    // a busy instance takes the next full batch (Env.Queue)
+//	d.Withdraw(inst) // ... or no longer does, once its batch has ended
+//	...
 //	d.Close() // drops what is queued with ErrClosed
 //
 // A request of a sequence model goes through a Sequence first:
@@ -49,7 +52,8 @@
 // Every method is safe for concurrent use, except that a [Turn] belongs to
 // the goroutine of its request. Each Dynamic runs one scheduler goroutine,
 // started by NewDynamic and ended by Close; the Env callbacks run on it, or
-// on the goroutine of an Enqueue or a Release that forms a batch itself.
+// on the goroutine of an Enqueue, a Release or an Offer that forms a batch
+// itself.
 // Each Sequence with an idle time runs one sweep goroutine, started by
 // NewSequence and ended by Close. An Order runs none.
 package batcher

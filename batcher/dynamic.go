@@ -2,6 +2,7 @@ package batcher
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -46,6 +47,10 @@ type Env[T, I any] struct {
 	// Dispatch hands a formed batch to a free instance. It must not block
 	// and must not keep batch, whose storage the batcher reuses.
 	Dispatch func(inst I, batch []T)
+	// Queue hands a full batch to a busy instance that offered to take one
+	// behind the batch it runs ([Dynamic.Offer]), as Dispatch does; it may
+	// be nil when nothing offers.
+	Queue func(inst I, batch []T)
 }
 
 // Dynamic is Triton's dynamic batcher, generic over the queued item T and
@@ -91,6 +96,9 @@ type Env[T, I any] struct {
 //     instance is busy, requests accumulate and the next batch is as large
 //     as it can be. Holding one instance while waiting for the delay costs
 //     nothing, since no other batch could be formed meanwhile.
+//     The one exception is a full batch, which could not grow anyway: it
+//     may go to a busy instance that offered to queue it behind the batch
+//     it runs ([Dynamic.Offer]), when no instance is free.
 //   - The scheduler waits on Go timers; on Linux a timerfd armed for the
 //     same moment wakes an idle runtime on time (see nudge), so that a
 //     delay of 100 µs lasts about that, not the millisecond the runtime's
@@ -102,7 +110,7 @@ type Env[T, I any] struct {
 //     result is the same: with no max_queue_delay, a request that finds an
 //     instance free forms and dispatches the batch on its own goroutine in
 //     Enqueue; an instance coming back forms the next batch in Release.
-type Dynamic[T, I any] struct {
+type Dynamic[T any, I comparable] struct {
 	env      Env[T, I]
 	idle     chan I
 	limit    int64
@@ -119,7 +127,11 @@ type Dynamic[T, I any] struct {
 	// mu protects the following.
 	levels []level[T]
 	count  int
+	rows   int64 // the queued items' rows
 	closed bool
+	// offers are the open offers of busy instances, one entry for each full
+	// batch an instance takes behind the one it runs ([Dynamic.Offer]).
+	offers []I
 	// next is a queue-policy deadline no later than the closest pending one
 	// (zero: none pending). Enqueue lowers it; sweep recomputes it exactly.
 	next time.Time
@@ -156,7 +168,7 @@ type dropped[T any] struct {
 // takes one for each batch it dispatches, and the instance comes back with
 // [Dynamic.Release] (or a plain send on idle) when its batch is done; its
 // capacity must be the number of instances. Close stops it.
-func NewDynamic[T, I any](cfg Config, env Env[T, I], idle chan I) (*Dynamic[T, I], error) {
+func NewDynamic[T any, I comparable](cfg Config, env Env[T, I], idle chan I) (*Dynamic[T, I], error) {
 	policies, limit, err := cfg.validate()
 	if err != nil {
 		return nil, err
@@ -224,19 +236,31 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 	if t > 0 && timeout > 0 && timeout < t {
 		t = timeout
 	}
-	n.item, n.level, n.enqueued, n.delayed = item, lvl-1, now, false
+	n.item, n.level, n.enqueued, n.delayed, n.rows = item, lvl-1, now, false, d.env.Size(item)
 	n.deadline = time.Time{}
 	if t > 0 {
 		n.deadline = now.Add(t)
 	}
 	l.main.pushBack(n)
 	d.count++
+	d.rows += n.rows
 	if t > 0 && (d.next.IsZero() || n.deadline.Before(d.next)) {
 		d.next = n.deadline
 	}
 	quiet := t == 0 && d.extends(lvl-1, item)
+	// A busy instance that offered takes the batch this request fills, when
+	// no instance is free for it (none is held waiting for its batch to
+	// grow, none is waiting to be taken).
+	var offer I
+	offered := !quiet && d.canQueue()
+	if offered {
+		offer = d.offers[0]
+	}
 	d.mu.Unlock()
 	if quiet {
+		return nil
+	}
+	if offered && d.queueOn(offer) {
 		return nil
 	}
 	if d.delay == 0 {
@@ -298,6 +322,7 @@ func (d *Dynamic[T, I]) Remove(n *Node[T]) bool {
 	}
 	n.list.remove(n)
 	d.count--
+	d.rows -= n.rows
 	var zero T
 	n.item = zero
 	d.growing = growth[T]{}
@@ -329,7 +354,7 @@ func (d *Dynamic[T, I]) Close() {
 				}
 			}
 		}
-		d.count = 0
+		d.count, d.rows = 0, 0
 		d.mu.Unlock()
 		for _, x := range all {
 			d.env.Drop(x.item, ErrClosed)
@@ -464,9 +489,24 @@ func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time, sc *scra
 // its own scratch, d.own: when it is told to wait, it records the batch it
 // waits on in d.growing.
 func (d *Dynamic[T, I]) form(sc *scratch[T]) time.Duration {
+	return d.formFor(sc, nil)
+}
+
+// formFor is form; for an offer (see [Dynamic.Offer]), it forms only a
+// batch that cannot grow (the next request cannot join, or the batch
+// reaches the limit), and only while the offer is open, which the batch
+// then uses up; otherwise sc.batch stays empty.
+func (d *Dynamic[T, I]) formFor(sc *scratch[T], offer *I) time.Duration {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	at := -1 // the offer's index in d.offers
+	if offer != nil {
+		at = slices.Index(d.offers, *offer)
+		if at < 0 || d.closed || d.growing.on || len(d.idle) > 0 {
+			return 0 // withdrawn or used already, or an instance is free
+		}
+	}
 	d.passes++
 	d.growing = growth[T]{}
 	if !d.next.IsZero() && !now.Before(d.next) {
@@ -532,7 +572,14 @@ scan:
 	waited := now.Sub(oldest)
 	take := 0
 	switch {
-	case full || waited >= d.delay:
+	case full:
+		take = len(nodes)
+		if at >= 0 {
+			d.offers = slices.Delete(d.offers, at, at+1)
+		}
+	case at >= 0:
+		return 0
+	case waited >= d.delay:
 		take = len(nodes)
 	case best > 0:
 		take = best
@@ -550,6 +597,7 @@ scan:
 		sc.batch = append(sc.batch, n.item)
 		n.list.remove(n)
 		d.count--
+		d.rows -= n.rows
 		var zero T
 		n.item = zero
 	}
@@ -562,6 +610,7 @@ func (d *Dynamic[T, I]) drop(n *Node[T], err error, sc *scratch[T]) {
 	sc.dropped = append(sc.dropped, dropped[T]{n.item, err})
 	n.list.remove(n)
 	d.count--
+	d.rows -= n.rows
 	var zero T
 	n.item = zero
 }
@@ -590,22 +639,77 @@ func (d *Dynamic[T, I]) Release(inst I) {
 	d.idle <- inst
 }
 
+// Offer tells the batcher that inst, which runs a batch, takes one more
+// behind it: the next full batch (one that cannot grow: it reaches the
+// largest preferred size or max_batch_size, or the next request cannot
+// join) is formed and handed to Env.Queue as soon as it is queued while no
+// instance is free for it — here, if it is queued already, or on the
+// goroutine whose request fills it. This is Triton's batch prefetch (the
+// dynamic batcher fills the rate limiter's payload queue ahead of the
+// instances), limited to batches that could not have grown while waiting
+// for an instance, so that every batch is as large as without it. An offer
+// is used by one batch; an instance may offer several times, and
+// [Dynamic.Withdraw] takes back the offers not used.
+func (d *Dynamic[T, I]) Offer(inst I) {
+	d.mu.Lock()
+	d.offers = append(d.offers, inst)
+	ready := d.canQueue()
+	d.mu.Unlock()
+	if ready {
+		d.queueOn(inst)
+	}
+}
+
+// Withdraw takes back inst's open offers and returns how many there were
+// (those used, by batches handed to inst, are not counted).
+func (d *Dynamic[T, I]) Withdraw(inst I) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.offers)
+	d.offers = slices.DeleteFunc(d.offers, func(o I) bool { return o == inst })
+	return n - len(d.offers)
+}
+
+// canQueue reports whether a full batch may be queued now, on an offer:
+// one is open, enough rows are queued for a full batch, and no instance
+// is free for it (none is held waiting for its batch to grow, none waits
+// to be taken). d.mu must be held.
+func (d *Dynamic[T, I]) canQueue() bool {
+	return len(d.offers) > 0 && !d.closed && d.rows >= d.limit && !d.growing.on && len(d.idle) == 0
+}
+
+// queueOn forms a full batch on the calling goroutine for inst's offer and,
+// if there is one, hands it to inst through Env.Queue and reports true.
+// Requests the formation drops are answered here.
+func (d *Dynamic[T, I]) queueOn(inst I) bool { return d.handOn(inst, true) }
+
 // dispatchOn forms the next batch on the calling goroutine and, if one is
 // ready, dispatches it to inst and reports true. Requests the formation
 // drops are answered here.
-func (d *Dynamic[T, I]) dispatchOn(inst I) bool {
+func (d *Dynamic[T, I]) dispatchOn(inst I) bool { return d.handOn(inst, false) }
+
+// handOn is dispatchOn, or queueOn for an offer.
+func (d *Dynamic[T, I]) handOn(inst I, offer bool) bool {
 	sc, _ := d.scratch.Get().(*scratch[T])
 	if sc == nil {
 		sc = new(scratch[T])
 	}
-	d.form(sc)
+	if offer {
+		d.formFor(sc, &inst)
+	} else {
+		d.form(sc)
+	}
 	d.answer(sc)
-	dispatched := len(sc.batch) > 0
-	if dispatched {
-		d.env.Dispatch(inst, sc.batch)
+	handed := len(sc.batch) > 0
+	if handed {
+		if offer {
+			d.env.Queue(inst, sc.batch)
+		} else {
+			d.env.Dispatch(inst, sc.batch)
+		}
 		clear(sc.batch)
 		sc.batch = sc.batch[:0]
 	}
 	d.scratch.Put(sc)
-	return dispatched
+	return handed
 }

@@ -35,6 +35,7 @@ type harness struct {
 	mu      sync.Mutex
 	batches [][]int
 	insts   []int
+	queued  [][]int // batches handed to Env.Queue, each ending with its instance
 	dropped map[int]error
 }
 
@@ -57,6 +58,15 @@ func newHarness(t *testing.T, cfg Config) *harness {
 			h.mu.Lock()
 			h.batches = append(h.batches, ids)
 			h.insts = append(h.insts, inst)
+			h.mu.Unlock()
+		},
+		Queue: func(inst int, batch []*item) {
+			ids := make([]int, 0, len(batch)+1)
+			for _, it := range batch {
+				ids = append(ids, it.id)
+			}
+			h.mu.Lock()
+			h.queued = append(h.queued, append(ids, inst))
 			h.mu.Unlock()
 		},
 	}

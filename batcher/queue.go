@@ -14,6 +14,7 @@ type Node[T any] struct {
 	deadline   time.Time // queue-policy timeout; zero: none
 	delayed    bool      // its timeout expired under a DELAY policy
 	level      int       // index into the priority levels (0 = priority 1)
+	rows       int64     // Env.Size(item)
 }
 
 // Queued reports whether the node is waiting in a queue.

@@ -30,13 +30,20 @@ var benchBatches = []int{benchBatch, 32}
 // batchingModel names the model that batches n images at a time.
 func batchingModel(n int) string { return fmt.Sprintf("cnn_batching%d", n) }
 
-// benchSetup serves cnn.pt without dynamic batching (cnn) and once for
+// benchSetup serves cnn.pt without dynamic batching (cnn), with it and no
+// delay (cnn_dynamic), and once for
 // each of benchBatches (batchingModel), each on one CPU instance, and
 // loads the same file once more through torchrun for the direct calls.
 func benchSetup(b *testing.B) (*triton.Server, *torchrun.Module, tensor.Tensor) {
 	r := newRepo(b)
 	r.model("cnn", "cnn.pt", `backend: "pytorch"
 max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]`)
+	r.model("cnn_dynamic", "cnn.pt", `backend: "pytorch"
+max_batch_size: 8
+dynamic_batching { }
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]`)
@@ -148,51 +155,60 @@ func stats(b *testing.B, srv *triton.Server, model string) triton.ModelStats {
 // side by side, so that noise from other tenants of a busy machine touches
 // both sides of each comparison alike: batch1 alternates one srv.Infer and
 // one direct Forward per op (the order swapped every op) and reports the
-// mean of each and the median per-op difference (overhead-ns/req);
+// mean of each and the median per-op difference (overhead-ns/req), and
+// batch1dynamic the same on a model that batches;
 // batched8 and batched32 run, per op, a round of 256 batches' worth of
 // images through the server from 64 callers (batches of 8 or 32) and the
 // same images as pre-formed batches of that size through torchrun, in
 // alternating order, and report each side's ns/image and the median ratio,
 // with the server's forward against torchrun's and the instance's time
-// between executions.
+// without a forward running.
 //
 //	go test -run '^$' -bench CNNPaired -benchtime 8x ./backend/pytorch/
 func BenchmarkCNNPaired(b *testing.B) {
 	srv, mod, in := benchSetup(b)
-	ctx := context.Background()
-	b.Run("batch1", func(b *testing.B) {
-		req := &triton.InferRequest{Model: "cnn", Inputs: []tensor.Tensor{in}}
-		args := []torchrun.Value{{DataType: tensor.FP32, Shape: []int64{1, 1, 28, 28}, Data: in.Data}}
-		var server, direct time.Duration
-		diffs := make([]float64, 0, b.N)
-		n := 0
-		for b.Loop() {
-			var ds, dd time.Duration
-			for k := range 2 {
-				start := time.Now()
-				if (n+k)%2 == 0 {
-					if _, err := srv.Infer(ctx, req); err != nil {
-						b.Fatal(err)
-					}
-					ds = time.Since(start)
-				} else {
-					if _, err := mod.Forward(ctx, args); err != nil {
-						b.Fatal(err)
-					}
-					dd = time.Since(start)
-				}
-			}
-			server, direct = server+ds, direct+dd
-			diffs = append(diffs, float64(ds-dd))
-			n++
-		}
-		b.ReportMetric(float64(server)/float64(n), "server-ns/req")
-		b.ReportMetric(float64(direct)/float64(n), "torchrun-ns/req")
-		b.ReportMetric(median(diffs), "overhead-ns/req")
-	})
+	b.Run("batch1", func(b *testing.B) { loneRequests(b, srv, mod, in, "cnn") })
+	// A lone request to a model that batches: the instance queues batches
+	// (its forwards go through a worker thread), but one with nothing
+	// ahead of it runs on the caller's thread, so the overhead is batch1's.
+	b.Run("batch1dynamic", func(b *testing.B) { loneRequests(b, srv, mod, in, "cnn_dynamic") })
 	for _, size := range benchBatches {
 		b.Run(fmt.Sprintf("batched%d", size), func(b *testing.B) { batchedRounds(b, srv, mod, in, size) })
 	}
+}
+
+// loneRequests is BenchmarkCNNPaired's batch-1 comparison on model: one
+// caller, server and direct calls alternating.
+func loneRequests(b *testing.B, srv *triton.Server, mod *torchrun.Module, in tensor.Tensor, model string) {
+	ctx := context.Background()
+	req := &triton.InferRequest{Model: model, Inputs: []tensor.Tensor{in}}
+	args := []torchrun.Value{{DataType: tensor.FP32, Shape: []int64{1, 1, 28, 28}, Data: in.Data}}
+	var server, direct time.Duration
+	diffs := make([]float64, 0, b.N)
+	n := 0
+	for b.Loop() {
+		var ds, dd time.Duration
+		for k := range 2 {
+			start := time.Now()
+			if (n+k)%2 == 0 {
+				if _, err := srv.Infer(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				ds = time.Since(start)
+			} else {
+				if _, err := mod.Forward(ctx, args); err != nil {
+					b.Fatal(err)
+				}
+				dd = time.Since(start)
+			}
+		}
+		server, direct = server+ds, direct+dd
+		diffs = append(diffs, float64(ds-dd))
+		n++
+	}
+	b.ReportMetric(float64(server)/float64(n), "server-ns/req")
+	b.ReportMetric(float64(direct)/float64(n), "torchrun-ns/req")
+	b.ReportMetric(median(diffs), "overhead-ns/req")
 }
 
 // batchedRounds is BenchmarkCNNPaired's batched comparison at batches of
@@ -260,21 +276,24 @@ func batchedRounds(b *testing.B, srv *triton.Server, mod *torchrun.Module, in te
 	b.ReportMetric(float64(after.InferenceCount-before.InferenceCount)/float64(execs), "images/batch")
 	// Where the gap lies: the server's forward of a full batch against
 	// torchrun's (the same call, slower when the server's own work beside
-	// it slows the core), and the instance's time outside executions per
-	// execution (the hand-off from one batch to the next).
-	busy := executing(after) - executing(before)
+	// it slows the core), and the instance's time without a forward
+	// running, per execution (the hand-off from one batch to the next; the
+	// forwards of one instance never overlap, while its batches' gathering
+	// and answering may run beside the forward of another).
+	busy := forwarding(after) - forwarding(before)
 	if full, prev := batchStat(after, size), batchStat(before, size); full.Count > prev.Count {
 		forward := (full.Total - prev.Total) / time.Duration(full.Count-prev.Count)
 		b.ReportMetric(float64(forward)/(float64(direct)/float64(n*images/size)), "forward/torchrun")
 	}
-	b.ReportMetric(float64(server-busy)/float64(execs), "between-ns/batch")
+	b.ReportMetric(float64(server-busy)/float64(execs), "idle-ns/batch")
 }
 
-// executing is the total time st's executions took.
-func executing(st triton.ModelStats) time.Duration {
+// forwarding is the total time st's executions spent in the model
+// (compute_infer).
+func forwarding(st triton.ModelStats) time.Duration {
 	var d time.Duration
 	for _, bs := range st.Batches {
-		d += bs.ComputeInput.Total + bs.ComputeInfer.Total + bs.ComputeOutput.Total
+		d += bs.ComputeInfer.Total
 	}
 	return d
 }

@@ -67,6 +67,16 @@
 // outputs, a datatype other than the configuration's, and a 0-d output fail
 // the batch with Triton's texts (InvalidArgument).
 //
+// Under dynamic batching (not for a sequence model or a rate-limited
+// instance) the server queues up to two full batches behind the one an
+// instance runs ([backend.Queuer]), and the instance runs them through a
+// [torchrun.Worker]: a queued forward starts on the worker's thread the
+// moment the one before ends, and the batches' gathering and answering
+// happen beside the forward rather than between two. The wait behind
+// another batch counts as queue time. A batch the server did not queue
+// behind another (a lone request at low load) runs on the calling
+// goroutine's thread, as without batching.
+//
 // # Parameters
 //
 // Model configuration parameters, parsed as Triton parses them (booleans

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/cgo/torchrun"
@@ -11,20 +12,46 @@ import (
 )
 
 // instance is one execution context: a module of its own, or the model's
-// shared one. The server calls Execute from one goroutine at a time, so the
-// scratch slices are reused without locks; torchrun's Forward is safe for
-// concurrent use, so instances sharing a module need none either.
+// shared one. torchrun's Forward is safe for concurrent use, so instances
+// sharing a module need no lock.
+//
+// Once the server asks for a queue ([backend.Queuer]), forwards go through
+// a torchrun.Worker of the instance's own, so that a batch queued behind
+// the running one starts the moment that one ends, on a thread already
+// running; a batch not queued behind another still runs on the caller's
+// thread when nothing runs.
 type instance struct {
 	m      *model
 	mod    *torchrun.Module
 	shared bool // mod belongs to the model (ENABLE_WEIGHT_SHARING)
 
-	args  []torchrun.Value // scratch: forward's arguments
-	names []string         // scratch: the keys of a Dict input
+	worker  *torchrun.Worker // nil: forwards run on the caller's thread
+	scratch chan *scratch    // free scratch, for the Executes in progress
+}
+
+// scratch is one Execute's reused memory.
+type scratch struct {
+	args  []torchrun.Value // forward's arguments
+	names []string         // the keys of a Dict input
 }
 
 func newInstance(m *model, mod *torchrun.Module, shared bool) *instance {
-	return &instance{m: m, mod: mod, shared: shared}
+	return &instance{m: m, mod: mod, shared: shared, scratch: make(chan *scratch, 4)}
+}
+
+// Queue starts the instance's worker thread (see instance); false if it
+// cannot be started, and forwards stay on the callers' threads.
+func (i *instance) Queue() bool {
+	if i.worker != nil {
+		return true
+	}
+	w, err := torchrun.NewWorker()
+	if err != nil {
+		i.m.log.Warn(fmt.Sprintf("instance of model '%s' runs without a worker thread: %v", i.m.spec.Name, err))
+		return false
+	}
+	i.worker = w
+	return true
 }
 
 // Execute runs the whole batch in one forward call: each input is the
@@ -62,12 +89,26 @@ func (i *instance) forward(ctx context.Context, b *backend.Batch) ([]torchrun.Va
 		return nil, err
 	}
 	p := i.m.plan
-	if p.dict {
-		i.args, i.names = i.args[:0], i.names[:0]
-	} else {
-		i.args = append(i.args[:0], make([]torchrun.Value, p.args)...)
+	var sc *scratch
+	select {
+	case sc = <-i.scratch:
+	default:
+		sc = new(scratch)
 	}
-	defer func() { clear(i.args) }() // do not keep the requests' memory alive
+	defer func() {
+		select {
+		case i.scratch <- sc:
+		default:
+		}
+	}()
+	args, names := sc.args[:0], sc.names[:0]
+	if !p.dict {
+		args = append(args, make([]torchrun.Value, p.args)...)
+	}
+	defer func() {
+		clear(args) // do not keep the requests' memory alive
+		sc.args, sc.names = args[:0], names[:0]
+	}()
 	for _, f := range p.feeds {
 		t, err := b.Input(f.name)
 		if err != nil {
@@ -82,19 +123,37 @@ func (i *instance) forward(ctx context.Context, b *backend.Batch) ([]torchrun.Va
 			v = torchrun.Value{DataType: tensor.Bytes, Shape: []int64{int64(len(strs))}, Strings: strs}
 		}
 		if p.dict {
-			i.names = append(i.names, f.name)
-			i.args = append(i.args, v)
+			names = append(names, f.name)
+			args = append(args, v)
 		} else {
-			i.args[f.arg] = v
+			args[f.arg] = v
 		}
 	}
 	b.MarkInputsDone()
+	if i.worker != nil {
+		submitted := time.Now()
+		var (
+			outs []torchrun.Value
+			run  torchrun.Run
+			err  error
+		)
+		if p.dict {
+			outs, run, err = i.worker.ForwardDict(ctx, i.mod, placement(b), names, args)
+		} else {
+			outs, run, err = i.worker.Forward(ctx, i.mod, placement(b), args)
+		}
+		// The forward's own span, without the wait behind other batches
+		// (queue time) and the wake-up of this goroutine after it (output).
+		start := submitted.Add(run.Waited)
+		b.MarkInfer(start, start.Add(run.Ran))
+		return outs, err
+	}
 	var outs []torchrun.Value
 	var err error
 	if p.dict {
-		outs, err = i.mod.ForwardDict(ctx, i.names, i.args)
+		outs, err = i.mod.ForwardDict(ctx, names, args)
 	} else {
-		outs, err = i.mod.Forward(ctx, i.args)
+		outs, err = i.mod.Forward(ctx, args)
 	}
 	b.MarkInferDone()
 	return outs, err
@@ -171,6 +230,17 @@ func setStrings(b *backend.Batch, name string, strs [][]byte, batching bool) err
 	return nil
 }
 
+// placement is where the worker runs b's forward: behind the running
+// batch on the worker's thread, or, for a batch the server did not queue
+// behind another (a lone one, the first of a burst), on the caller's
+// thread when nothing runs, which saves waking the worker's thread.
+func placement(b *backend.Batch) torchrun.Placement {
+	if b.Behind() {
+		return torchrun.Queued
+	}
+	return torchrun.Inline
+}
+
 // wanted reports whether a request of b asked for the output name.
 func wanted(b *backend.Batch, name string) bool {
 	for _, r := range b.Requests {
@@ -182,6 +252,9 @@ func wanted(b *backend.Batch, name string) bool {
 }
 
 func (i *instance) Close() error {
+	if i.worker != nil {
+		_ = i.worker.Close() // waits for the forwards in progress; never fails
+	}
 	if i.shared {
 		return nil
 	}

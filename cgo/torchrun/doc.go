@@ -47,7 +47,12 @@
 // # Concurrency
 //
 // [Module.Forward] is safe for concurrent use, as libtorch's forward is;
-// [Module.Close] waits for the calls in progress. libtorch's JIT switches
+// [Module.Close] waits for the calls in progress. A [Worker] runs the
+// forwards submitted to it one at a time on a thread of its own, in order,
+// so that a forward queued behind another starts on a running thread when
+// that one ends ([Worker.Forward] reports how long it waited and ran); one placed
+// [Inline] runs on the caller's thread when nothing is ahead of it. Close
+// stops the thread. libtorch's JIT switches
 // ([Options]) and thread counts ([SetThreads]) are process-wide; [Settings]
 // reads them.
 package torchrun

@@ -81,3 +81,46 @@ func ExampleModule_Forward_strings() {
 	// INT64 [2] 6 2
 	// BYTES [2] ["TRITON" "GO"]
 }
+
+// ExampleWorker runs forwards of several goroutines on one worker thread,
+// one after another in the order they were submitted.
+func ExampleWorker() {
+	if err := torchrun.Open(shimPath()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := torchrun.Load(testModel("addsub.pt"), torchrun.Options{InferenceMode: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	w, err := torchrun.NewWorker()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Close() // waits for the forwards in progress, then ends the thread
+
+	sums := make([]float32, 3)
+	done := make(chan error, len(sums))
+	for k := range sums {
+		go func() {
+			x := torchrun.Value{DataType: tensor.FP32, Shape: []int64{1, 1}, Data: f32(float32(k))}
+			y := torchrun.Value{DataType: tensor.FP32, Shape: []int64{1, 1}, Data: f32(10)}
+			out, _, err := w.Forward(context.Background(), m, torchrun.Queued, []torchrun.Value{x, y})
+			if err == nil {
+				sums[k] = math.Float32frombits(binary.LittleEndian.Uint32(out[0].Data))
+			}
+			done <- err
+		}()
+	}
+	for range sums {
+		if err := <-done; err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println(sums)
+	// Output:
+	// [10 11 12]
+}

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "torchrun: the shim still holds %d modules or outputs after the tests\n", n)
 			code = 1
 		}
+		if n := torchrun.Workers(); n != 0 {
+			fmt.Fprintf(os.Stderr, "torchrun: %d workers not closed after the tests\n", n)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -1,12 +1,16 @@
 // torchrun.c loads the PyTorch shim at run time and calls it through a
-// table of function pointers resolved with dlsym (see torchrun.h).
+// table of function pointers resolved with dlsym (see torchrun.h), and
+// runs forwards on worker threads (trun_worker).
 
 #include "torchrun.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 // The table's field types are the shim's own prototypes (torchshim.h), so a
 // change there that the trampolines miss fails the build.
@@ -130,3 +134,142 @@ size_t trun_live(void) { return fns.live(); }
 int trun_has_settings(void) { return fns.get_settings != NULL; }
 
 char *trun_get_settings(tshim_settings *out) { return fns.get_settings(out); }
+
+// A job is one forward submitted to a worker. It lives on the stack of the
+// thread that submitted it, which waits until done is set.
+typedef struct job {
+	tshim_module *m;
+	const tshim_value *in;
+	size_t n;
+	int dict;
+	tshim_outputs **out;
+	size_t *n_out;
+	char *msg;
+	int64_t queued, started, ended; // CLOCK_MONOTONIC ns
+	int done;
+	pthread_cond_t cond; // signalled when done
+	struct job *next;
+} job;
+
+// A worker runs one forward at a time (busy). The worker's thread runs the
+// queue in order, each forward the moment the one before ends; a forward
+// submitted inline while none runs and none is queued runs on the
+// submitting thread instead, as a plain trun_forward would (waking the
+// worker thread for it would cost two thread wake-ups).
+struct trun_worker {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond; // signalled when the thread has a job to run, or stop is set
+	job *head, *tail;    // the queue, FIFO
+	int busy;            // a forward runs
+	int stop;
+};
+
+// workers counts the workers started and not stopped, for the tests.
+static atomic_int workers;
+
+int trun_workers(void) { return atomic_load(&workers); }
+
+static int64_t monotonic(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void *work(void *arg) {
+	trun_worker *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while ((w->head == NULL || w->busy) && !w->stop) {
+			pthread_cond_wait(&w->cond, &w->mu);
+		}
+		job *j = w->head;
+		if (j == NULL) {
+			break; // stopped, and nothing left to run
+		}
+		w->head = j->next;
+		if (w->head == NULL) {
+			w->tail = NULL;
+		}
+		w->busy = 1;
+		pthread_mutex_unlock(&w->mu);
+		j->started = monotonic();
+		j->msg = fns.forward(j->m, j->in, j->n, j->dict, j->out, j->n_out);
+		j->ended = monotonic();
+		pthread_mutex_lock(&w->mu);
+		w->busy = 0;
+		j->done = 1;
+		pthread_cond_signal(&j->cond);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+trun_worker *trun_worker_start(void) {
+	trun_worker *w = calloc(1, sizeof *w);
+	if (w == NULL) {
+		return NULL;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	if (pthread_create(&w->thread, NULL, work, w) != 0) {
+		pthread_cond_destroy(&w->cond);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+		return NULL;
+	}
+	atomic_fetch_add(&workers, 1);
+	return w;
+}
+
+void trun_worker_stop(trun_worker *w) {
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	atomic_fetch_sub(&workers, 1);
+}
+
+char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const tshim_value *in, size_t n, int dict,
+			  tshim_outputs **out, size_t *n_out, int64_t *waited_ns, int64_t *ran_ns) {
+	pthread_mutex_lock(&w->mu);
+	if (inline_ok && !w->busy && w->head == NULL) {
+		w->busy = 1;
+		pthread_mutex_unlock(&w->mu);
+		int64_t start = monotonic();
+		char *msg = fns.forward(m, in, n, dict, out, n_out);
+		*ran_ns = monotonic() - start;
+		pthread_mutex_lock(&w->mu);
+		w->busy = 0;
+		if (w->head != NULL) {
+			pthread_cond_signal(&w->cond); // queued meanwhile: the thread runs it
+		}
+		pthread_mutex_unlock(&w->mu);
+		*waited_ns = 0;
+		return msg;
+	}
+	job j = {.m = m, .in = in, .n = n, .dict = dict, .out = out, .n_out = n_out};
+	pthread_cond_init(&j.cond, NULL);
+	j.queued = monotonic();
+	if (w->tail != NULL) {
+		w->tail->next = &j;
+	} else {
+		w->head = &j;
+	}
+	w->tail = &j;
+	if (!w->busy) {
+		pthread_cond_signal(&w->cond); // else the forward that runs signals when it ends
+	}
+	while (!j.done) {
+		pthread_cond_wait(&j.cond, &w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	pthread_cond_destroy(&j.cond);
+	*waited_ns = j.started - j.queued;
+	*ran_ns = j.ended - j.started;
+	return j.msg;
+}

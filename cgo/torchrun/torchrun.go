@@ -4,11 +4,13 @@ package torchrun
 // The C of this package is torchrun.c (declared in torchrun.h); the shim's
 // ABI is ../torchshim/torchshim.h. Any warning fails the build.
 #cgo CFLAGS: -I${SRCDIR}/../torchshim -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
-#cgo LDFLAGS: -ldl
+#cgo LDFLAGS: -ldl -lpthread
 // The calls below keep no Go pointer past the call and never call back
 // into Go.
 #cgo noescape trun_forward
 #cgo nocallback trun_forward
+#cgo noescape trun_worker_forward
+#cgo nocallback trun_worker_forward
 #cgo noescape trun_outputs_describe
 #cgo nocallback trun_outputs_describe
 #cgo noescape trun_output_copy
@@ -30,6 +32,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/triton-go/triton/tensor"
@@ -351,7 +354,8 @@ func (m *Module) Close() error {
 // decides). ctx is checked before the call (libtorch cannot be
 // interrupted). BF16 is supported (beyond Triton).
 func (m *Module) Forward(ctx context.Context, inputs []Value) ([]Value, error) {
-	return m.forward(ctx, nil, inputs)
+	outs, _, err := m.forward(ctx, nil, Queued, nil, inputs)
+	return outs, err
 }
 
 // ForwardDict runs forward(dict) for a module whose only argument is
@@ -364,7 +368,8 @@ func (m *Module) ForwardDict(ctx context.Context, names []string, inputs []Value
 	if names == nil {
 		names = []string{} // non-nil: a dict, even an empty one
 	}
-	return m.forward(ctx, names, inputs)
+	outs, _, err := m.forward(ctx, nil, Queued, names, inputs)
+	return outs, err
 }
 
 // scratch is the per-call C-facing memory of a forward, pooled: after the
@@ -380,9 +385,10 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-func (m *Module) forward(ctx context.Context, names []string, inputs []Value) ([]Value, error) {
+// forward runs the module: through w (placed as p) unless w is nil.
+func (m *Module) forward(ctx context.Context, w *Worker, p Placement, names []string, inputs []Value) ([]Value, Run, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, Run{}, err
 	}
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
@@ -391,13 +397,13 @@ func (m *Module) forward(ctx context.Context, names []string, inputs []Value) ([
 		clear(s.descs) // let go of the inputs' memory while pooled
 	}()
 	if err := s.describe(names, inputs); err != nil {
-		return nil, err
+		return nil, Run{}, err
 	}
 
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.m == nil {
-		return nil, ErrClosed
+		return nil, Run{}, ErrClosed
 	}
 	var (
 		outs *C.tshim_outputs
@@ -411,11 +417,99 @@ func (m *Module) forward(ctx context.Context, names []string, inputs []Value) ([
 	if len(s.descs) > 0 {
 		descs = &s.descs[0]
 	}
-	if err := msgErr(C.trun_forward(m.m, descs, C.size_t(len(s.descs)), dict, &outs, &n)); err != nil {
-		return nil, err
+	var waited, ran C.int64_t
+	var msg *C.char
+	if w != nil {
+		w.mu.RLock()
+		defer w.mu.RUnlock()
+		if w.w == nil {
+			return nil, Run{}, ErrClosed
+		}
+		inline := C.int(0)
+		if p == Inline {
+			inline = 1
+		}
+		msg = C.trun_worker_forward(w.w, inline, m.m, descs, C.size_t(len(s.descs)), dict, &outs, &n, &waited, &ran)
+	} else {
+		msg = C.trun_forward(m.m, descs, C.size_t(len(s.descs)), dict, &outs, &n)
+	}
+	run := Run{Waited: time.Duration(waited), Ran: time.Duration(ran)}
+	if err := msgErr(msg); err != nil {
+		return nil, run, err
 	}
 	defer C.trun_outputs_free(outs)
-	return s.collect(outs, int(n))
+	vals, err := s.collect(outs, int(n))
+	return vals, run, err
+}
+
+// Worker is an OS thread of its own that runs forwards one at a time, in
+// the order they are submitted: a forward submitted while another runs
+// starts the moment that one ends, on the thread already running, where a
+// forward on its caller's thread would first have to wait for that thread
+// to be woken and scheduled.
+type Worker struct {
+	mu sync.RWMutex // read-held by forwards, held by Close
+	w  *C.trun_worker
+}
+
+// NewWorker starts a worker; Close stops it.
+func NewWorker() (*Worker, error) {
+	if !isOpen() {
+		return nil, errNotOpen
+	}
+	w := C.trun_worker_start()
+	if w == nil {
+		return nil, errors.New("torchrun: NewWorker: cannot start a thread")
+	}
+	return &Worker{w: w}, nil
+}
+
+// Close waits for the forwards in progress and ends the worker's thread.
+// Later forwards fail with ErrClosed; later calls do nothing.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.w != nil {
+		C.trun_worker_stop(w.w)
+		w.w = nil
+	}
+	return nil
+}
+
+// Placement says where a [Worker] runs a forward.
+type Placement int
+
+const (
+	// Queued: on the worker's thread, behind the forwards submitted before.
+	Queued Placement = iota
+	// Inline: on the caller's thread when the worker runs nothing and has
+	// nothing queued, as Module.Forward would (the first forward of a
+	// burst, or a lone one: waking the worker's thread for it would cost
+	// two thread wake-ups); otherwise Queued.
+	Inline
+)
+
+// Run is where the time of a forward through a [Worker] went.
+type Run struct {
+	// Waited is how long the forward waited for the ones ahead of it
+	// (zero when it ran inline); Ran how long it ran, on whichever thread.
+	Waited, Ran time.Duration
+}
+
+// Forward is m.Forward run through w, placed as p.
+func (w *Worker) Forward(ctx context.Context, m *Module, p Placement, inputs []Value) ([]Value, Run, error) {
+	return m.forward(ctx, w, p, nil, inputs)
+}
+
+// ForwardDict is m.ForwardDict run through w, as [Worker.Forward].
+func (w *Worker) ForwardDict(ctx context.Context, m *Module, p Placement, names []string, inputs []Value) ([]Value, Run, error) {
+	if len(names) != len(inputs) {
+		return nil, Run{}, fmt.Errorf("torchrun: ForwardDict: %d names for %d inputs", len(names), len(inputs))
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return m.forward(ctx, w, p, names, inputs)
 }
 
 // describe fills s.descs with inputs, pinning the Go memory they point to.
@@ -605,6 +699,9 @@ func pinFirst[T any](p *runtime.Pinner, s []T) {
 		p.Pin(&s[0])
 	}
 }
+
+// workers is the number of workers not closed, for the tests' leak checks.
+func workers() int { return int(C.trun_workers()) }
 
 // live is the number of modules and outputs objects the shim holds, for
 // the tests' leak checks.

@@ -49,4 +49,28 @@ const char *trun_arg_printed(const tshim_module *m, size_t i);
 // trun_arg_copied calls tshim_arg_copied; 0 when the shim lacks it.
 int trun_arg_copied(const tshim_module *m, size_t i);
 
+// trun_worker runs forwards one at a time, on a thread of its own, in the
+// order trun_worker_forward submits them: a forward submitted while
+// another runs starts the moment that one ends, on the thread already
+// running, with no thread woken between the two.
+typedef struct trun_worker trun_worker;
+
+// trun_worker_start starts a worker; NULL when a thread cannot be made.
+trun_worker *trun_worker_start(void);
+
+// trun_worker_stop ends the worker's thread once the forwards submitted
+// are done, waits for it and frees w.
+void trun_worker_stop(trun_worker *w);
+
+// trun_worker_forward runs trun_forward(m, in, n, dict, out, n_out) on w's
+// thread and returns its result when it is done; *waited_ns is how long
+// the forward waited for the ones submitted before it, *ran_ns how long it
+// ran. With inline_ok, a forward submitted while none runs or waits runs
+// on the calling thread.
+char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const tshim_value *in, size_t n, int dict,
+			  tshim_outputs **out, size_t *n_out, int64_t *waited_ns, int64_t *ran_ns);
+
+// trun_workers is the number of workers started and not stopped.
+int trun_workers(void);
+
 #endif // TORCHRUN_H
