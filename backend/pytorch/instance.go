@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/cgo/torchrun"
@@ -95,12 +94,6 @@ func (i *instance) forward(ctx context.Context, b *backend.Batch) ([]torchrun.Va
 	default:
 		sc = new(scratch)
 	}
-	defer func() {
-		select {
-		case i.scratch <- sc:
-		default:
-		}
-	}()
 	args, names := sc.args[:0], sc.names[:0]
 	if !p.dict {
 		args = append(args, make([]torchrun.Value, p.args)...)
@@ -108,6 +101,10 @@ func (i *instance) forward(ctx context.Context, b *backend.Batch) ([]torchrun.Va
 	defer func() {
 		clear(args) // do not keep the requests' memory alive
 		sc.args, sc.names = args[:0], names[:0]
+		select {
+		case i.scratch <- sc:
+		default:
+		}
 	}()
 	for _, f := range p.feeds {
 		t, err := b.Input(f.name)
@@ -131,7 +128,7 @@ func (i *instance) forward(ctx context.Context, b *backend.Batch) ([]torchrun.Va
 	}
 	b.MarkInputsDone()
 	if i.worker != nil {
-		submitted := time.Now()
+		submitted, _ := b.Marks()
 		var (
 			outs []torchrun.Value
 			run  torchrun.Run
