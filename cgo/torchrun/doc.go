@@ -51,8 +51,10 @@
 // forwards submitted to it one at a time on a thread of its own, in order,
 // so that a forward queued behind another starts on a running thread when
 // that one ends ([Worker.Forward] reports how long it waited and ran); one placed
-// [Inline] runs on the caller's thread when nothing is ahead of it. Close
-// stops the thread. libtorch's JIT switches
+// [Inline] runs on the caller's thread when nothing is ahead of it. A
+// second thread of the worker wakes the callers of long forwards (100 µs
+// or more), so that the worker's thread goes on to the next forward
+// without paying for the wake-up. Close stops both threads. libtorch's JIT switches
 // ([Options]) and thread counts ([SetThreads]) are process-wide; [Settings]
 // reads them.
 package torchrun

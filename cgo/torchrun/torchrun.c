@@ -6,6 +6,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +139,7 @@ int trun_has_settings(void) { return fns.get_settings != NULL; }
 char *trun_get_settings(tshim_settings *out) { return fns.get_settings(out); }
 
 // A job is one forward submitted to a worker. It lives on the stack of the
-// thread that submitted it, which waits until done is set.
+// thread that submitted it, which waits until woken is set.
 typedef struct job {
 	tshim_module *m;
 	const tshim_value *in;
@@ -146,9 +149,10 @@ typedef struct job {
 	size_t *n_out;
 	char *msg;
 	int64_t queued, started, ended; // CLOCK_MONOTONIC ns
-	int done;
-	pthread_cond_t cond; // signalled when done
-	struct job *next;
+	int watched;                    // the watcher wakes the submitter (see trun_worker)
+	int woken;                      // the forward is done and its submitter may return
+	pthread_cond_t cond;            // signalled when woken is set
+	struct job *next;               // in the queue, then in the list of ended forwards
 } job;
 
 // A worker runs one forward at a time (busy). The worker's thread runs the
@@ -156,12 +160,29 @@ typedef struct job {
 // submitted inline while none runs and none is queued runs on the
 // submitting thread instead, as a plain trun_forward would (waking the
 // worker thread for it would cost two thread wake-ups).
+//
+// Waking a thread that sleeps costs the waker a system call and, on a
+// virtual machine whose idle CPUs halt, an interrupt through the host:
+// 25-30 us, between two forwards if the worker's thread paid it. So a
+// second thread, the watcher, wakes the submitters of forwards that ran
+// watch_min or longer last time: it sleeps until the running forward is
+// expected to end (as long as the last one ran), then looks every
+// watch_poll; the worker's thread puts the ended forward on a list and
+// starts the next with no one to wake. A submitter so learns of its result
+// up to about 100 us late; a shorter forward's submitter is woken by the
+// worker's thread, as the watcher's wake-ups would cost more than they
+// save.
 struct trun_worker {
-	pthread_t thread;
+	pthread_t thread, watcher;
 	pthread_mutex_t mu;
-	pthread_cond_t cond; // signalled when the thread has a job to run, or stop is set
-	job *head, *tail;    // the queue, FIFO
-	int busy;            // a forward runs
+	pthread_cond_t cond;  // signalled when the thread has a job to run, or stop is set
+	pthread_cond_t watch; // signalled when a watched forward starts while the watcher is idle, or stop is set
+	job *head, *tail;     // the queue, FIFO
+	job *running;         // the queued forward that runs; NULL if none, or an inline one
+	job *ended;           // watched forwards ended whose submitters are not woken yet
+	int64_t expect;       // how long the last forward ran, the time the next is expected to take
+	int busy;             // a forward runs
+	int idle;             // the watcher waits for watch
 	int stop;
 };
 
@@ -174,6 +195,16 @@ static int64_t monotonic(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+// The watcher watches forwards that ran watch_min or longer last time; it
+// looks every watch_poll once one runs longer than expected.
+static const int64_t watch_min = 100000, watch_poll = 50000; // ns
+
+// wake lets j's submitter return, w->mu held.
+static void wake(job *j) {
+	j->woken = 1;
+	pthread_cond_signal(&j->cond);
 }
 
 static void *work(void *arg) {
@@ -192,14 +223,62 @@ static void *work(void *arg) {
 			w->tail = NULL;
 		}
 		w->busy = 1;
-		pthread_mutex_unlock(&w->mu);
+		w->running = j;
+		j->watched = w->expect >= watch_min;
+		if (j->watched && w->idle) {
+			pthread_cond_signal(&w->watch);
+		}
 		j->started = monotonic();
+		pthread_mutex_unlock(&w->mu);
 		j->msg = fns.forward(j->m, j->in, j->n, j->dict, j->out, j->n_out);
 		j->ended = monotonic();
 		pthread_mutex_lock(&w->mu);
+		w->expect = j->ended - j->started;
 		w->busy = 0;
-		j->done = 1;
-		pthread_cond_signal(&j->cond);
+		w->running = NULL;
+		if (j->watched) {
+			j->next = w->ended;
+			w->ended = j;
+		} else {
+			wake(j);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+// sleep_until waits for w->watch, w->mu held, until the CLOCK_MONOTONIC
+// time at.
+static void sleep_until(trun_worker *w, int64_t at) {
+	struct timespec t = {.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
+	pthread_cond_timedwait(&w->watch, &w->mu, &t);
+}
+
+static void *watching(void *arg) {
+	trun_worker *w = arg;
+#ifdef __linux__
+	// Its timed waits end when asked, not up to 50 us later.
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->ended != NULL) {
+			job *j = w->ended;
+			w->ended = j->next;
+			wake(j);
+		}
+		job *r = w->running;
+		if (r == NULL || !r->watched) {
+			if (w->stop && !w->busy && w->head == NULL) {
+				break;
+			}
+			w->idle = 1;
+			pthread_cond_wait(&w->watch, &w->mu);
+			w->idle = 0;
+			continue;
+		}
+		int64_t end = r->started + w->expect, now = monotonic();
+		sleep_until(w, now < end ? end : now + watch_poll);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -212,14 +291,30 @@ trun_worker *trun_worker_start(void) {
 	}
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cond, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->watch, &attr);
+	pthread_condattr_destroy(&attr);
 	if (pthread_create(&w->thread, NULL, work, w) != 0) {
-		pthread_cond_destroy(&w->cond);
-		pthread_mutex_destroy(&w->mu);
-		free(w);
-		return NULL;
+		goto fail;
+	}
+	if (pthread_create(&w->watcher, NULL, watching, w) != 0) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = 1;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->thread, NULL);
+		goto fail;
 	}
 	atomic_fetch_add(&workers, 1);
 	return w;
+fail:
+	pthread_cond_destroy(&w->watch);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	return NULL;
 }
 
 void trun_worker_stop(trun_worker *w) {
@@ -228,6 +323,11 @@ void trun_worker_stop(trun_worker *w) {
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
+	pthread_mutex_lock(&w->mu);
+	pthread_cond_signal(&w->watch); // the thread is gone: nothing more to watch
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->watcher, NULL);
+	pthread_cond_destroy(&w->watch);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
@@ -244,6 +344,7 @@ char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const 
 		char *msg = fns.forward(m, in, n, dict, out, n_out);
 		*ran_ns = monotonic() - start;
 		pthread_mutex_lock(&w->mu);
+		w->expect = *ran_ns;
 		w->busy = 0;
 		if (w->head != NULL) {
 			pthread_cond_signal(&w->cond); // queued meanwhile: the thread runs it
@@ -264,7 +365,7 @@ char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const 
 	if (!w->busy) {
 		pthread_cond_signal(&w->cond); // else the forward that runs signals when it ends
 	}
-	while (!j.done) {
+	while (!j.woken) {
 		pthread_cond_wait(&j.cond, &w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -273,3 +374,4 @@ char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const 
 	*ran_ns = j.ended - j.started;
 	return j.msg;
 }
+

@@ -133,3 +133,48 @@ func TestWorkerClose(t *testing.T) {
 		t.Errorf("%d workers after Close, want %d", got, before-1)
 	}
 }
+
+// TestWorkerWatched: queued forwards long enough for the watcher to wake
+// their submitters (batches of 64 images) from three goroutines each get
+// their own results; a lost or misdelivered wake-up hangs or fails it.
+func TestWorkerWatched(t *testing.T) {
+	w := newWorker(t)
+	m := load(t, "cnn.pt", torchrun.Options{InferenceMode: true})
+	ctx := context.Background()
+	want := make([][]float32, 3)
+	inputs := make([]torchrun.Value, 3)
+	for g := range inputs {
+		image := make([]float32, 64*784)
+		for i := range image {
+			image[i] = float32((i+g*7)%13) / 13
+		}
+		inputs[g] = val(t, []int64{64, 1, 28, 28}, image...)
+		out, err := m.Forward(ctx, []torchrun.Value{inputs[g]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[g] = slices.Clone(view[float32](t, out[0]))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for g := range 3 {
+		wg.Go(func() {
+			for range 20 {
+				out, _, err := w.Forward(ctx, m, torchrun.Queued, []torchrun.Value{inputs[g]})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(view[float32](t, out[0]), want[g]) {
+					errs <- errors.New("another call's outputs")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
