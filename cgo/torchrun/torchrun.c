@@ -374,4 +374,3 @@ char *trun_worker_forward(trun_worker *w, int inline_ok, tshim_module *m, const 
 	*ran_ns = j.ended - j.started;
 	return j.msg;
 }
-
