@@ -54,7 +54,8 @@
 // [Inline] runs on the caller's thread when nothing is ahead of it. A
 // second thread of the worker wakes the callers of long forwards (100 µs
 // or more), so that the worker's thread goes on to the next forward
-// without paying for the wake-up. Close stops both threads. libtorch's JIT switches
-// ([Options]) and thread counts ([SetThreads]) are process-wide; [Settings]
-// reads them.
+// without paying for the wake-up. Close stops both threads.
+//
+// libtorch's JIT switches ([Options]) and thread counts ([SetThreads]) are
+// process-wide; [Settings] reads them.
 package torchrun

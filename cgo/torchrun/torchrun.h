@@ -52,14 +52,15 @@ int trun_arg_copied(const tshim_module *m, size_t i);
 // trun_worker runs forwards one at a time, on a thread of its own, in the
 // order trun_worker_forward submits them: a forward submitted while
 // another runs starts the moment that one ends, on the thread already
-// running, with no thread woken between the two.
+// running, with no thread woken between the two; a second thread wakes
+// the submitters of long forwards, so that the first does not pay for it.
 typedef struct trun_worker trun_worker;
 
 // trun_worker_start starts a worker; NULL when a thread cannot be made.
 trun_worker *trun_worker_start(void);
 
-// trun_worker_stop ends the worker's thread once the forwards submitted
-// are done, waits for it and frees w.
+// trun_worker_stop ends the worker's threads once the forwards submitted
+// are done, waits for them and frees w.
 void trun_worker_stop(trun_worker *w);
 
 // trun_worker_forward runs trun_forward(m, in, n, dict, out, n_out) on w's
