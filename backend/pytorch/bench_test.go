@@ -177,12 +177,8 @@ func BenchmarkCNNPaired(b *testing.B) {
 	for _, size := range benchBatches {
 		b.Run(fmt.Sprintf("batched%d", size), func(b *testing.B) { batchedRounds(b, srv, mod, in, size) })
 	}
-	// The same rounds with one P fewer: the forward's thread (the
-	// instance's worker) is not one of Go's, so with GOMAXPROCS at the
-	// CPU count the callers' goroutines and it share the CPUs, and on a
-	// small machine the forward is preempted during the callers' bursts.
-	// Leaving it a CPU of its own is how a process that runs compute
-	// beside Go is deployed; the direct loop's side is unchanged.
+	// The forward's thread is not one of Go's: at GOMAXPROCS equal to the
+	// CPU count the callers' goroutines preempt it on a small machine.
 	if procs := runtime.GOMAXPROCS(0); procs > 1 {
 		for _, size := range benchBatches {
 			b.Run(fmt.Sprintf("batched%d-sparecpu", size), func(b *testing.B) {
