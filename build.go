@@ -25,6 +25,7 @@ import (
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/repoagent"
 	"github.com/triton-go/triton/repository"
+	"github.com/triton-go/triton/tensor"
 	"github.com/triton-go/triton/warmup"
 )
 
@@ -268,6 +269,9 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 	}
 	if m == nil {
 		return nil, withCode(Internal, fmt.Errorf("backend '%s' returned no model", name))
+	}
+	sig.KeepDataType = func(output string, produced, declared tensor.DataType) bool {
+		return backend.KeepDataType(m, output, produced, declared)
 	}
 	v := newVersion(s.ctx, md.Name, n, cfg, sig, name, m, log)
 	v.observers = s.opts.observers

@@ -50,7 +50,10 @@ type LoadOptions struct {
 	// a folder: a leading '/' still means the model folder, "." and ".."
 	// are resolved and the result must stay inside it, a name has at most
 	// 255 bytes and no NUL, a path at most 4096 bytes, and a path cannot be
-	// both a file and the folder of another.
+	// both a file and the folder of another. A load that breaks them fails
+	// as in Triton, whose client examples check it: code Internal, message
+	// "failed to load '<model>', failed to poll from model repository"; the
+	// rule broken is logged and is the message's cause (errors.Unwrap).
 	Files map[string][]byte
 }
 
@@ -190,15 +193,17 @@ func (s *Server) source(model string, opts *LoadOptions) (source, error) {
 			return fail(InvalidArgument, errors.New("file overrides need a config override too"))
 		}
 		files, err := overrideFiles(model, opts.Files)
-		if err != nil {
-			return fail(InvalidArgument, err)
+		if err == nil {
+			var md repository.ModelDir
+			if md, err = repository.Lookup([]repository.Root{repository.FSRoot(files)}, model, s.log); err == nil {
+				src.dir = md
+				return src, nil
+			}
 		}
-		md, err := repository.Lookup([]repository.Root{repository.FSRoot(files)}, model, s.log)
-		if err != nil {
-			return fail(InvalidArgument, err)
-		}
-		src.dir = md
-		return src, nil
+		// Triton logs why and answers its clients with its poll failure,
+		// which its client examples check.
+		s.log.Error("failed to place the load's file overrides", zap.String("model", model), zap.Error(err))
+		return source{}, &Error{Code: Internal, Model: model, Err: &pollError{model: model, cause: err}}
 	}
 	md, err := repository.Lookup(s.opts.roots, model, s.log)
 	if err != nil {
@@ -596,6 +601,25 @@ func served(e *modelEntry) []int64 {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// pollError is a load whose file overrides could not be placed in a model
+// folder (a name too long, a path leaving the folder, ...). Triton fails
+// such a load while polling the model's files, and answers every poll
+// failure INTERNAL "failed to load 'm', failed to poll from model
+// repository", logging the reason; Triton's client example
+// simple_grpc_model_control.py checks that code and text, so the message
+// is exactly Triton's. The reason is the cause (errors.Unwrap), and the
+// server logs it.
+type pollError struct {
+	model string
+	cause error
+}
+
+func (e *pollError) Error() string {
+	return "failed to load '" + e.model + "', failed to poll from model repository"
+}
+
+func (e *pollError) Unwrap() error { return e.cause }
 
 // Limits of real file systems (Linux's NAME_MAX and PATH_MAX) that file
 // overrides are held to, as if Triton had written them to disk.

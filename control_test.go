@@ -2,6 +2,7 @@ package triton_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -234,24 +239,10 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown json field", "m", &triton.LoadOptions{Config: `{"max_batch": 3}`}, triton.InvalidArgument, []string{"malformed config override"}},
 		{"rename", "m", &triton.LoadOptions{Config: `{"name": "other"}`}, triton.InvalidArgument, []string{"cannot rename"}},
 		{"files without config", "m", &triton.LoadOptions{Files: map[string][]byte{"1/weights.txt": []byte("w")}}, triton.InvalidArgument, []string{"need a config override"}},
-		{"file escapes", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"../../evil": []byte("x")}}, triton.InvalidArgument,
-			[]string{"Invalid file parameter 'file:../../evil' with normalized path '../../evil' must stay within model directory."}},
-		{"dotdot inside", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/../../x": []byte("x")}}, triton.InvalidArgument,
-			[]string{"Invalid file parameter 'file:1/../../x' with normalized path '../x' must stay within model directory."}},
 		// As in Triton, a leading '/' is inside the model folder: the
 		// folder then has no version.
 		{"absolute file", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"/etc/passwd": []byte("x")}}, triton.InvalidArgument,
 			[]string{"at least one version must be available"}},
-		{"the folder itself", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/..": []byte("x")}}, triton.InvalidArgument,
-			[]string{"failed to open binary file for write m: Is a directory"}},
-		{"name too long", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/" + strings.Repeat("n", 256): []byte("x")}}, triton.InvalidArgument,
-			[]string{"failed to open binary file for write m/1/nnn", ": File name too long"}},
-		{"path too long", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{strings.Repeat("d/", 2100) + "x": []byte("x")}}, triton.InvalidArgument,
-			[]string{": File name too long"}},
-		{"NUL in a name", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1/a\x00b": []byte("x")}}, triton.InvalidArgument,
-			[]string{"Invalid file parameter 'file:1/a\x00b': a file name cannot contain a NUL byte"}},
-		{"a file where a folder is", "m", &triton.LoadOptions{Config: cfgJSON(""), Files: map[string][]byte{"1": []byte("x"), "1/model.onnx": []byte("y")}}, triton.InvalidArgument,
-			[]string{"Invalid file parameter 'file:1/model.onnx', directory has been created as a file"}},
 		{"invalid override", "m", &triton.LoadOptions{Config: cfgJSON(`, "max_batch_size": -1`)}, triton.InvalidArgument, []string{"'max_batch_size' must be non-negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,6 +262,63 @@ func TestLoadErrors(t *testing.T) {
 	plain := newServer(t, map[string]string{"m/config.pbtxt": oneInput("counting", 1, ""), "m/1/x": ""}, triton.WithBackend("counting", c))
 	wantError(t, plain.Load(ctx, "m", nil), triton.Unavailable, "explicit model load / unload is not allowed")
 	wantError(t, plain.Unload(ctx, "m", nil), triton.Unavailable, "explicit model load / unload is not allowed")
+}
+
+// TestLoadFileOverridePlacement: file overrides that cannot be placed in
+// a model folder fail the load as Triton fails it, with the code and text
+// its client example simple_grpc_model_control.py checks (INTERNAL,
+// "failed to poll from model repository"); the rule broken is the cause
+// and is logged.
+func TestLoadFileOverridePlacement(t *testing.T) {
+	repo := newDiskRepo(t)
+	repo.write("m/config.pbtxt", oneInput("counting", 1, ""))
+	repo.write("m/1/x", "")
+	core, logs := observer.New(zapcore.ErrorLevel)
+	srv, err := triton.NewFromDir(repo.dir, explicit(triton.WithBackend("counting", &counting{}), triton.WithLogger(zap.New(core)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cfg := `{"backend": "counting", "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [1]}],
+	  "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [1]}]}`
+	const want = "failed to load 'm', failed to poll from model repository"
+	for _, tc := range []struct {
+		name  string
+		files map[string][]byte
+		cause string
+	}{
+		// The example's case: one path element longer than NAME_MAX.
+		{"name too long", map[string][]byte{strings.Repeat("A", 256): []byte("a")}, "failed to open binary file for write m/AAA"},
+		{"name too long in a version", map[string][]byte{"1/" + strings.Repeat("n", 256): []byte("x")}, "failed to open binary file for write m/1/nnn"},
+		{"path too long", map[string][]byte{strings.Repeat("d/", 2100) + "x": []byte("x")}, ": File name too long"},
+		{"file escapes", map[string][]byte{"../../evil": []byte("x")}, "Invalid file parameter 'file:../../evil' with normalized path '../../evil' must stay within model directory."},
+		{"dotdot inside", map[string][]byte{"1/../../x": []byte("x")}, "Invalid file parameter 'file:1/../../x' with normalized path '../x' must stay within model directory."},
+		{"the folder itself", map[string][]byte{"1/..": []byte("x")}, "failed to open binary file for write m: Is a directory"},
+		{"NUL in a name", map[string][]byte{"1/a\x00b": []byte("x")}, "Invalid file parameter 'file:1/a\x00b': a file name cannot contain a NUL byte"},
+		{"a file where a folder is", map[string][]byte{"1": []byte("x"), "1/model.onnx": []byte("y")}, "Invalid file parameter 'file:1/model.onnx', directory has been created as a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs.TakeAll()
+			err := srv.Load(context.Background(), "m", &triton.LoadOptions{Config: cfg, Files: tc.files})
+			e, ok := errors.AsType[*triton.Error](err)
+			if !ok {
+				t.Fatalf("error %v (%T), want a *triton.Error", err, err)
+			}
+			if e.Code != triton.Internal || e.Message() != want {
+				t.Errorf("got %v %q, want Internal %q", e.Code, e.Message(), want)
+			}
+			if cause := errors.Unwrap(e.Err); cause == nil || !strings.Contains(cause.Error(), tc.cause) {
+				t.Errorf("cause %v, want one saying %q", cause, tc.cause)
+			}
+			entries := logs.TakeAll()
+			if len(entries) != 1 || !strings.Contains(fmt.Sprint(entries[0].ContextMap()["error"]), tc.cause) {
+				t.Errorf("logged %v, want one entry with the cause", entries)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(repo.dir), "evil")); err == nil {
+		t.Fatal("a file override was written outside the repository")
+	}
 }
 
 func TestLoadOverrides(t *testing.T) {

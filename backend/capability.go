@@ -1,6 +1,10 @@
 package backend
 
-import "context"
+import (
+	"context"
+
+	"github.com/triton-go/triton/tensor"
+)
 
 // ConfigCompleter is implemented by a [Backend] that can fill in a model
 // configuration from the model file (Triton's auto-complete): inputs,
@@ -27,6 +31,30 @@ type Warmer interface {
 // may be called from any goroutine, concurrently with Execute.
 type Readier interface {
 	Ready(ctx context.Context) error
+}
+
+// DataTypeKeeper is implemented by a [Model] whose outputs reach clients
+// with the datatype the model produced, even where its configuration
+// declares another: Triton's Python backend passes its models' tensors on
+// that way (Triton's core does not compare an output's datatype with the
+// configuration; its ONNX Runtime and PyTorch backends do). Without it, an
+// output of another datatype than the configuration's fails its request
+// with an internal error naming both.
+type DataTypeKeeper interface {
+	// KeepDataType reports whether the output named output, produced with
+	// datatype produced where the configuration declares declared, goes to
+	// the client as it is (true) or fails its request (false). It is
+	// called for every such output, from any goroutine and concurrently,
+	// so it must be quick; it is where a backend logs the mismatch.
+	KeepDataType(output string, produced, declared tensor.DataType) bool
+}
+
+// KeepDataType asks the [DataTypeKeeper] of m whether an output produced
+// with another datatype than declared goes to the client as produced; a
+// model without one keeps no such output (false).
+func KeepDataType(m Model, output string, produced, declared tensor.DataType) bool {
+	k, ok := m.(DataTypeKeeper)
+	return ok && k.KeepDataType(output, produced, declared)
 }
 
 // Wrapper is implemented by instances that decorate another instance

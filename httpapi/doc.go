@@ -139,9 +139,31 @@
 //   - The handler never panics on a request; an unexpected panic is
 //     answered with 500 and logged (see [WithLogger]).
 //
+// # Answers Triton's clients check
+//
+// Where Triton's published clients or examples compare an answer's code
+// or text, the answer is Triton's exactly, even where this package would
+// word it otherwise (the examples are in triton-inference-server/client,
+// src/python/examples):
+//
+//   - A load whose file overrides cannot be placed in a model folder (a
+//     path element over 255 bytes, a path leaving the folder, a file
+//     where a folder must be) is 500
+//     {"error":"failed to load '<m>', failed to poll from model repository"},
+//     Triton's answer to every failure to poll a model's files; the reason
+//     is logged. simple_grpc_model_control.py checks it over gRPC
+//     (INTERNAL and that text); HTTP answers the same, as Triton does.
+//   - A failed load says "failed to load '<m>'" (simple_http_model_control.py:
+//     a malformed config override, an unknown model).
+//   - The metadata of an unknown model, and an inference on one, say
+//     "Request for unknown model: '<m>' is not found", the inference's
+//     error starting with it (simple_http_health_metadata.py,
+//     simple_http_infer_client.py).
+//
 // # Differences from Triton
 //
-//   - A client's mistake is never answered with a 5xx status. Request JSON
+//   - A client's mistake is never answered with a 5xx status, except
+//     for the answers Triton's clients check (above). Request JSON
 //     that is malformed or mistyped is answered 400; Triton answers some
 //     of these with 500 because its JSON library reports them as INTERNAL
 //     errors (for example "Unable to parse 'shape'" for a negative
@@ -167,6 +189,15 @@
 //     are written as U+FFFD, as encoding/json does; Triton copies them,
 //     which strict JSON readers refuse. Use binary_data for BYTES outputs
 //     that are not text.
+//   - JSON strings that are elements of a BYTES input (infer "data", and
+//     the values of generate and generate_stream) must be valid UTF-8, as
+//     JSON text is: a body whose such string holds other bytes is refused
+//     with 400 "model 'm', input 'IN': JSON strings must be UTF-8; invalid
+//     byte 0xff at offset N of the request body; send arbitrary bytes as
+//     binary tensor data" (N counts in the body after decompression).
+//     Triton keeps the bytes, and its JSON answer then is not valid JSON;
+//     here the answer would have changed them to U+FFFD without a word.
+//     Binary tensor data carries any bytes.
 //   - JSON integers out of range for the input's datatype (300 for UINT8)
 //     are refused; Triton truncates them silently.
 //   - JSON output doubles print as rapidjson prints them ("1.0",

@@ -47,7 +47,8 @@ type generateCall struct {
 	model    string
 	inputs   map[string]triton.TensorMetadata // the model's inputs by name
 	req      triton.InferRequest
-	consumed int64 // bytes of inputs decoded so far
+	consumed int64  // bytes of inputs decoded so far
+	body     []byte // the request body, which JSON values alias
 }
 
 // handleGenerate serves POST /v2/models/{m}[/versions/{v}]/generate and,
@@ -109,6 +110,7 @@ func (h *handler) handleGenerate(w http.ResponseWriter, r *http.Request, model, 
 // request ID; like every other key it is mapped as well (Triton forwards it
 // as a parameter "id" too).
 func (h *handler) parseGenerate(c *generateCall, data []byte) error {
+	c.body = data
 	root, err := parseJSON(data)
 	if err != nil {
 		return modelError(c.model, errorf(triton.InvalidArgument, "%v", err))
@@ -189,7 +191,8 @@ func generateParameter(v jval) (any, bool) {
 // element, an array's length is the element count (its elements may nest,
 // but must then hold exactly that many scalars, as in Triton). Strings
 // feed BYTES inputs; numbers and booleans are read as the input's datatype,
-// with the infer endpoint's rules. The shape is the model's (its
+// with the infer endpoint's rules (strings must be valid UTF-8, see
+// [checkUTF8]). The shape is the model's (its
 // metadata's, with the batch dimension) with the count spread over it:
 // fixed dimensions must divide it, the innermost variable dimension takes
 // what remains and the others are 1. An empty array gives an empty tensor
@@ -208,6 +211,9 @@ func (h *handler) generateInput(c *generateCall, md triton.TensorMetadata, v jva
 			s, ok := e.str()
 			if !ok {
 				return errorf(triton.InvalidArgument, "Unable to parse JSON bytes array: %s", errNotString)
+			}
+			if err := checkUTF8(c.body, e); err != nil {
+				return err
 			}
 			size += 4 + int64(len(s))
 			return nil

@@ -136,12 +136,20 @@ func TestGenerateParameters(t *testing.T) {
 
 func TestGenerateErrors(t *testing.T) {
 	f := generateFixture(t, httpapi.WithMaxRequestSize(1000))
+	// Strings for BYTES inputs must be UTF-8; the error gives the offset of
+	// the bad byte in the body.
+	notUTF8 := func(body string, bad byte, within string) []string {
+		return []string{fmt.Sprintf("model 'upper', input 'text_input': %sJSON strings must be UTF-8; invalid byte 0x%02x at offset %d of the request body; send arbitrary bytes as binary tensor data", within, bad, strings.IndexByte(body, bad))}
+	}
+	const ffBody, nestedBody = "{\"text_input\":\"\xff\xfe\"}", "{\"parameters\":{\"text_input\":[\"\\u00e9\",\"a\xc3(\"]}}"
 	for _, tc := range []struct {
 		name, model, body string
 		header            map[string]string
 		code              int
 		parts             []string
 	}{
+		{"BYTES not UTF-8", "upper", ffBody, nil, 400, notUTF8(ffBody, 0xff, "")},
+		{"BYTES not UTF-8 in parameters", "upper", nestedBody, nil, 400, notUTF8(nestedBody, 0xc3, "Converting keyword: 'parameters': ")},
 		{"bad JSON", "upper", `{"text_input":`, nil, 400, []string{"model 'upper': failed to parse the request JSON buffer"}},
 		{"empty body", "upper", ``, nil, 400, []string{"The document is empty."}},
 		{"not an object", "upper", `["x"]`, nil, 400, []string{"the request must be a JSON object"}},
@@ -233,6 +241,7 @@ func FuzzGenerate(f *testing.F) {
 		{8, `{"parameters":[]}`},
 		{9, `{"INPUT0":[1,2,3,4,5,6,7,8],"id":null}`},
 		{0, "{\"text_input\":\"\xff\xfe\",\"k\xff\":1}"},
+		{0, "{\"parameters\":{\"text_input\":[\"\\u00e9\",\"\xef\xbf\xbd\xe2\x82\"]}}"},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.model), false, []byte(s.body))

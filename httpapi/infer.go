@@ -47,6 +47,7 @@ type inferCall struct {
 	defaultKind outputKind
 	maxBatch    int32
 	releases    []func() // shared-memory views to release when done
+	body        []byte   // the request body, which JSON values alias
 }
 
 func (c *inferCall) release() {
@@ -189,6 +190,7 @@ func (h *handler) parseInfer(call *inferCall, r *http.Request, data []byte, head
 	if headerLen == 0 {
 		return h.parseRawInput(call, data)
 	}
+	call.body = data
 	root, err := parseJSON(data[:headerLen])
 	if err != nil {
 		return modelError(call.model, errorf(triton.InvalidArgument, "%v", err))
@@ -498,7 +500,7 @@ func (h *handler) parseInput(call *inferCall, e jval, inBuf, pmBuf []member, bin
 		}
 		t.Data = data
 	default:
-		if t.Data, err = h.decodeJSONInput(t, in); err != nil {
+		if t.Data, err = h.decodeJSONInput(t, in, call.body); err != nil {
 			return pos, err
 		}
 	}

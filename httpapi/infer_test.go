@@ -76,11 +76,26 @@ func TestInferErrors(t *testing.T) {
 		return in("", `{"name":"INPUT0","shape":[1,1],"datatype":"`+dt+`","data":`+data+`}`)
 	}
 	deep := strings.Repeat("[", 97) + "1" + strings.Repeat("]", 97)
+	// BYTES elements in JSON must be UTF-8; the error gives the offset of
+	// the first bad byte in the body.
+	notUTF8 := func(dt, data string, bad byte) (string, string) {
+		body := typed(dt, data)
+		return body, fmt.Sprintf("model 'id_BYTES', input 'INPUT0': JSON strings must be UTF-8; invalid byte 0x%02x at offset %d of the request body; send arbitrary bytes as binary tensor data", bad, strings.LastIndexByte(body, bad))
+	}
+	ffBody, ffMsg := notUTF8("BYTES", "[\"\xff\xfe\"]", 0xff)
+	// After an escape and valid UTF-8 (a euro sign, e2 82 ac), a cut
+	// sequence.
+	lateBody, lateMsg := notUTF8("BYTES", "[\"\\u00e9 ok\", \"\u20ac\xe2\x82\"]", 0xe2)
+	surrogateBody, surrogateMsg := notUTF8("BYTES", "[\"\xed\xa0\x80\"]", 0xed) // a UTF-16 surrogate in UTF-8
 	for _, tc := range []struct {
 		name, model, body string
 		status            int
 		parts             []string
 	}{
+		{"bytes not UTF-8", "id_BYTES", ffBody, 400, []string{ffMsg}},
+		{"bytes not UTF-8 later", "id_BYTES", strings.Replace(lateBody, "[1,1]", "[1,2]", 1), 400, []string{lateMsg}},
+		{"bytes surrogate", "id_BYTES", surrogateBody, 400, []string{surrogateMsg}},
+		{"bytes UTF-8", "id_BYTES", typed("BYTES", "[\"é€😀\\u00ff\\ud83d\\ude00\"]"), 200, nil},
 		{"malformed", "id_FP32", `{"inputs":[`, 400, []string{"failed to parse the request JSON buffer", "at 11"}},
 		{"trailing", "id_FP32", `{"inputs":[]} x`, 400, []string{"The document root must not be followed by other values."}},
 		{"bad literal", "id_FP32", `{"inputs":[tru]}`, 400, []string{"Invalid value."}},
@@ -165,6 +180,9 @@ func TestInferErrors(t *testing.T) {
 			wantError(t, rec, tc.status, tc.parts...)
 		})
 	}
+	// UTF-8 in BYTES elements, escaped or not, comes back as sent.
+	rec := f.post(inferPath("nb_BYTES"), `{"inputs":[{"name":"INPUT0","shape":[2],"datatype":"BYTES","data":["é€😀","\u00ff\ud83d\ude00"]}]}`)
+	wantBody(t, rec, `{"model_name":"nb_BYTES","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"BYTES","shape":[2],"data":["é€😀","ÿ😀"]}]}`)
 	// Versions in the path.
 	wantError(t, f.post("/v2/models/id_FP32/versions/2/infer", `{"inputs":[]}`), 404, "Request for unknown model: 'id_FP32' version 2 is not found")
 	wantError(t, f.post("/v2/models/id_FP32/versions/0/infer", `{"inputs":[]}`), 404, "version 0 is not found")

@@ -4,6 +4,9 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/triton-go/triton"
 )
 
 // maxJSONDepth is how deeply arrays and objects may nest in a request
@@ -386,7 +389,7 @@ func get(ms []member, key string) (jval, bool) {
 
 // str decodes a string value. The result aliases v when the string has no
 // escapes. Bytes are kept as they are (no UTF-8 validation), as rapidjson
-// does, so BYTES elements may hold any bytes.
+// does; the elements of BYTES tensors are held to UTF-8 by [checkUTF8].
 func (v jval) str() ([]byte, bool) {
 	if !v.isString() {
 		return nil, false
@@ -435,6 +438,32 @@ func (v jval) str() ([]byte, bool) {
 		}
 	}
 	return out, true
+}
+
+// checkUTF8 refuses e, a JSON string that is an element of a BYTES
+// tensor, when its text is not valid UTF-8. JSON text is UTF-8 (RFC 8259);
+// rapidjson, Triton's parser, keeps other bytes as they are, but a JSON
+// answer cannot carry them back (appendJSONString writes U+FFFD), so the
+// data would change without a word: clients must send such bytes as
+// binary tensor data. Escapes decode to valid UTF-8 (the scanner refuses
+// lone surrogates), so the raw text tells; the common case is one
+// utf8.Valid scan. e must alias body, the request body, whose offset of
+// the first bad byte the error gives.
+func checkUTF8(body []byte, e jval) error {
+	s := e[1 : len(e)-1]
+	if utf8.Valid(s) {
+		return nil
+	}
+	i := 0
+	for {
+		r, n := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		i += n
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(s)))-uintptr(unsafe.Pointer(unsafe.SliceData(body)))) + i
+	return errorf(triton.InvalidArgument, "JSON strings must be UTF-8; invalid byte 0x%02x at offset %d of the request body; send arbitrary bytes as binary tensor data", s[i], off)
 }
 
 // boolean returns the value of true or false.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/triton-go/triton"
@@ -165,7 +166,10 @@ func TestRepositoryLoadOverrides(t *testing.T) {
 		{"parameters not object", "/v2/repository/models/a/load", `{"parameters":[]}`, 400, []string{"Unable to parse 'parameters'"}},
 		{"bad base64", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:1/x":"***"}}`, 400, []string{"base64"}},
 		{"file without config", "/v2/repository/models/c/load", `{"parameters":{"file:1/x":"eA=="}}`, 400, []string{"file overrides need a config override too"}},
-		{"file escaping the folder", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:../../etc/passwd":"eA=="}}`, 400, []string{"must stay within model directory"}},
+		// Triton's answer to file overrides it cannot place (its poll
+		// failure), which its gRPC example checks.
+		{"file escaping the folder", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:../../etc/passwd":"eA=="}}`, 500, []string{"failed to load 'c', failed to poll from model repository"}},
+		{"file name too long", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:` + strings.Repeat("A", 256) + `":"YQ=="}}`, 500, []string{"failed to load 'c', failed to poll from model repository"}},
 		{"absolute file", "/v2/repository/models/c/load", `{"parameters":{"config":"{}","file:/etc/passwd":"eA=="}}`, 400, []string{"Could not determine backend for model 'c'"}}, // inside the folder, as in Triton
 		{"malformed config", "/v2/repository/models/c/load", `{"parameters":{"config":"{"}}`, 400, []string{"config override"}},
 		{"malformed body", "/v2/repository/models/a/load", `{"parameters":`, 400, []string{"failed to parse the request JSON buffer"}},
@@ -179,6 +183,11 @@ func TestRepositoryLoadOverrides(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wantError(t, serve(h, req{method: "POST", path: tc.path, body: []byte(tc.body)}), tc.status, tc.parts...)
 		})
+	}
+	// The whole answer is Triton's.
+	rec := serve(h, req{method: "POST", path: "/v2/repository/models/c/load", body: []byte(`{"parameters":{"config":"{}","file:` + strings.Repeat("A", 256) + `":"YQ=="}}`)})
+	if got, want := rec.Body.String(), `{"error":"failed to load 'c', failed to poll from model repository"}`; rec.Code != 500 || got != want {
+		t.Errorf("got %d %s, want 500 %s", rec.Code, got, want)
 	}
 	// A path segment with "/" in it cannot even route.
 	wantError(t, serve(h, req{method: "POST", path: "/v2/repository/models/..%2f..%2fetc/load"}), 404, "Not Found")

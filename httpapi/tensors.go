@@ -20,9 +20,10 @@ func errShapeMismatch() error {
 // into tensor memory of t's datatype and shape. Elements must have the
 // JSON type of the datatype (protocol spec §1.6, §3): BOOL true/false,
 // UINT* unsigned integers, INT* integers (1.0 is not one), FP32/FP64 any
-// number, BYTES strings (their bytes kept as they are). Integers out of
-// the datatype's range are refused rather than truncated.
-func (h *handler) decodeJSONInput(t tensor.Tensor, in []member) ([]byte, error) {
+// number, BYTES strings of valid UTF-8 ([checkUTF8]; body is the request
+// body, which in aliases). Integers out of the datatype's range are
+// refused rather than truncated.
+func (h *handler) decodeJSONInput(t tensor.Tensor, in []member, body []byte) ([]byte, error) {
 	count, err := t.Shape.NumElements()
 	if err != nil {
 		return nil, parseErr("shape", err.Error())
@@ -41,7 +42,7 @@ func (h *handler) decodeJSONInput(t tensor.Tensor, in []member) ([]byte, error) 
 	case tensor.Invalid:
 		return nil, errorf(triton.InvalidArgument, "invalid datatype for input %s", t.Name)
 	case tensor.Bytes:
-		return h.decodeJSONBytes(t, data, count)
+		return h.decodeJSONBytes(t, data, count, body)
 	}
 	// Every element takes at least one byte of JSON text: a count the text
 	// cannot hold fails before anything is allocated.
@@ -74,14 +75,17 @@ func (h *handler) decodeJSONInput(t tensor.Tensor, in []member) ([]byte, error) 
 	return out, nil
 }
 
-// decodeJSONBytes decodes a BYTES input: each element a string, framed as
-// a 4-byte little-endian length and the bytes.
-func (h *handler) decodeJSONBytes(t tensor.Tensor, data jval, count int64) ([]byte, error) {
+// decodeJSONBytes decodes a BYTES input: each element a string of valid
+// UTF-8, framed as a 4-byte little-endian length and the bytes.
+func (h *handler) decodeJSONBytes(t tensor.Tensor, data jval, count int64, body []byte) ([]byte, error) {
 	var n, total int64
 	err := forEachScalar(data, func(e jval) error {
 		s, ok := e.str()
 		if !ok {
 			return errorf(triton.InvalidArgument, "Unable to parse JSON bytes array: %s", errNotString)
+		}
+		if err := checkUTF8(body, e); err != nil {
+			return err
 		}
 		n++
 		total += 4 + int64(len(s))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/modelconfig"
+	"github.com/triton-go/triton/tensor"
 )
 
 // Name is the backend name of config.pbtxt: backend: "python".
@@ -171,6 +172,7 @@ var (
 	_ backend.Backend         = (*Backend)(nil)
 	_ backend.ConfigCompleter = (*Backend)(nil)
 	_ backend.Model           = (*model)(nil)
+	_ backend.DataTypeKeeper  = (*model)(nil)
 )
 
 // model is one loaded version: what every stub of it is started with,
@@ -191,6 +193,21 @@ type model struct {
 	mu sync.Mutex
 	// mu protects started.
 	started map[string]*instance // by name, started by Load until NewInstance takes them
+
+	mistyped sync.Map // output name → struct{}: outputs whose datatype mismatch was logged
+}
+
+// KeepDataType passes an output on with the datatype the model produced
+// where the config declares another, as Triton's Python backend does (a
+// numpy sum is int64 whatever the config says; Triton's bls_decoupled
+// examples produce one for a TYPE_INT32 output and their client accepts
+// it). The first mismatch of each output is logged, at warning level.
+func (m *model) KeepDataType(output string, produced, declared tensor.DataType) bool {
+	if _, logged := m.mistyped.LoadOrStore(output, struct{}{}); !logged {
+		m.log.Warn("output datatype differs from the config's; passed on as produced, as Triton's Python backend does",
+			zap.String("output", output), zap.Stringer("produced", produced), zap.Stringer("declared", declared))
+	}
+	return true
 }
 
 // locate finds the model file of spec's model (withPython: its
@@ -410,7 +427,7 @@ func (m *model) start(ctx context.Context, in *instance) (*proc, error) {
 	}
 	p.setInitCtx(ctx)
 	ans, err := m.init(ctx, p, args, false)
-	p.setInitCtx(nil)
+	p.clearInitCtx()
 	if err != nil {
 		p.shutdown(m.b.stubTimeout)
 		return nil, fmt.Errorf("model '%s' instance '%s': %w", m.spec.Name, name, err)

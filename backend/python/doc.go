@@ -42,6 +42,12 @@
 // which gives the block to a later batch only once the model has freed
 // the last of them, as Triton's reference-counted memory does.
 //
+// Outputs reach clients with the datatype the model produced, even where
+// the config declares another (a numpy sum is int64 whatever the config
+// says), as Triton's Python backend passes them on: the model is a
+// backend.DataTypeKeeper. The first such output of each name is logged at
+// warning level.
+//
 // The model's folders are appended to sys.path, as Triton does: a file in
 // them does not shadow a module of the interpreter's own.
 //

@@ -54,7 +54,6 @@ type proc struct {
 	started  time.Time
 	hasReady bool // the model defines is_ready (set before the process is shared)
 
-	answer  chan *stubMsg  // the answer to the command in flight (one at a time)
 	users   sync.WaitGroup // batches and BLS calls using the regions
 	dead    chan struct{}  // closed once the process has exited and its reader ended
 	handled chan struct{}  // closed once the instance has dealt with the death (watch)
@@ -223,9 +222,17 @@ func (p *proc) read() {
 	close(p.dead)
 }
 
+// setInitCtx makes ctx, the load's, the context of the model-control
+// calls the stub makes during its initialize; clearInitCtx ends that.
 func (p *proc) setInitCtx(ctx context.Context) {
 	p.mu.Lock()
 	p.initCtx = ctx
+	p.mu.Unlock()
+}
+
+func (p *proc) clearInitCtx() {
+	p.mu.Lock()
+	p.initCtx = nil
 	p.mu.Unlock()
 }
 

@@ -41,6 +41,11 @@ type Signature struct {
 	// States are the implicit state outputs of a sequence model: the
 	// backend produces them beside the config's outputs.
 	States map[string]bool
+	// KeepDataType, when set, decides about an output produced with
+	// another datatype than declared: true lets it through with the
+	// datatype produced (backend.DataTypeKeeper); when nil, or false,
+	// CheckOutput fails it.
+	KeepDataType func(output string, produced, declared tensor.DataType) bool
 }
 
 // Compile compiles a normalized, validated configuration. It fails on
@@ -324,7 +329,7 @@ func (sig *Signature) CheckOutput(t tensor.Tensor, batch int64) (tensor.Tensor, 
 	if ts == nil {
 		return t, fmt.Errorf("backend produced output '%s', which model '%s' does not declare", t.Name, sig.Model)
 	}
-	if t.DataType != ts.DataType {
+	if t.DataType != ts.DataType && (sig.KeepDataType == nil || !sig.KeepDataType(t.Name, t.DataType, ts.DataType)) {
 		return t, fmt.Errorf("backend produced output '%s' with data-type '%s', but model '%s' declares '%s'", t.Name, t.DataType, sig.Model, ts.DataType)
 	}
 	dims := ts.Dims
