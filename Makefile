@@ -1,6 +1,6 @@
 # The two commands a fresh machine needs:
 #   make run    serve the example model repository over HTTP and gRPC (cmd/tritonserver; Ctrl-C stops it)
-#   make test   every test, race detector on, plus short fuzzing runs
+#   make test   go vet and staticcheck (make lint), every test, race detector on, plus short fuzzing runs
 # Both install what they need first (scripts/deps.sh), idempotently.
 
 SHELL := /bin/bash
@@ -10,7 +10,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 GO ?= go
 
-.PHONY: run test deps vet fuzz bench loadgen-tools generate models check-models torch-models check-torch-models speech
+.PHONY: run test deps vet lint fuzz bench plots loadgen-tools generate models check-models torch-models check-torch-models speech
 
 deps:
 	@scripts/deps.sh
@@ -20,12 +20,19 @@ deps:
 run: deps
 	@scripts/run.sh
 
-test: deps vet check-models check-torch-models
+test: deps vet lint check-models check-torch-models
 	$(GO) test -race -count=1 -shuffle=on ./...
 	@$(MAKE) --no-print-directory fuzz
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck, pinned (scripts/deps.sh installs it into .cache/bin), with
+# the checks staticcheck.conf sets, test files included, over both builds
+# of make test's files: without the race detector (as go vet) and with it
+# (-race sets the race tag); a finding in either fails.
+lint: deps
+	printf 'norace:\nrace: -tags=race\n' | .cache/bin/staticcheck -matrix ./...
 
 # Each fuzz target runs a fixed number of inputs (a few seconds each; a
 # count, not a duration: a duration that ends while the fuzzer minimizes a
@@ -52,6 +59,11 @@ fuzz:
 # Benchmarks behind docs/performance.md.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 . ./tensor ./backend
+
+# Redraws the plots of docs/performance.md (docs/*.png) from the benchmark
+# output under docs/bench (internal/benchplot/specs.go says which file makes which plot).
+plots:
+	$(GO) run ./internal/benchplot -in docs/bench -out docs
 
 # hey (Debian's) and ghz (into .cache/bin), the load generators that
 # BenchmarkLoadGenerators in internal/compare runs beside its own harness.

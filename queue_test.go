@@ -190,7 +190,7 @@ func testQueuedBatches(t *testing.T) {
 	q := newQueuing()
 	srv := newServer(t, queuingModel(holdFirst), triton.WithBackend("queuing", q))
 	reqs := sendAll(t, srv, "a", "b", "c", "d", "e", "f", "g", "h")
-	executes, ran, maxFlight := q.state()
+	executes, ran, _ := q.state()
 	want := [][]string{{"a", "b"}, {"c", "d"}, {"e", "f"}}
 	if !slices.EqualFunc(executes, want, slices.Equal) || len(ran) != 0 {
 		t.Fatalf("before any batch ran: Execute called for %v (ran %v), want %v", executes, ran, want)
@@ -207,7 +207,7 @@ func testQueuedBatches(t *testing.T) {
 		q.release <- struct{}{}
 	}
 	answeredAll(t, reqs)
-	executes, ran, maxFlight = q.state()
+	_, ran, maxFlight := q.state()
 	want = append(want, []string{"g", "h"})
 	if !slices.EqualFunc(ran, want, slices.Equal) {
 		t.Errorf("batches ran %v, want %v", ran, want)

@@ -103,16 +103,16 @@ func (h *harness) want(batches ...[]int) {
 	}
 }
 
-// drop returns the error an item was dropped with (nil if it was not) and
-// how many items were dropped.
-func (h *harness) dropErr(id int) error { err, _ := h.drop(id); return err }
+// drop returns how many items were dropped and the error an item was
+// dropped with (nil if it was not).
+func (h *harness) dropErr(id int) error { _, err := h.drop(id); return err }
 
-func (h *harness) dropCount() int { _, n := h.drop(-1); return n }
+func (h *harness) dropCount() int { n, _ := h.drop(-1); return n }
 
-func (h *harness) drop(id int) (error, int) {
+func (h *harness) drop(id int) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.dropped[id], len(h.dropped)
+	return len(h.dropped), h.dropped[id]
 }
 
 func TestFormation(t *testing.T) {

@@ -25,7 +25,6 @@ var (
 	echoParams = testmodels.EchoParams
 	newBlocker = testmodels.NewBlocker
 	dtypes     = testmodels.Dtypes
-	mapFS      = testmodels.MapFS
 )
 
 // identityConfig is a model answering OUTPUT0 = INPUT0 of one datatype.

@@ -5,7 +5,8 @@
 #     real models), python3-numpy (the Python backend's stubs run Debian's
 #     /usr/bin/python3 with numpy), python3-onnx and python3-torch (the
 #     test-model generators; python3-torch without recommended packages);
-#   - Go modules;
+#   - Go modules, and staticcheck (pinned; make lint, run by make test)
+#     into .cache/bin;
 #   - ONNX Runtime 1.24.1 (scripts/fetch-onnxruntime.sh) and the real models
 #     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/;
 #   - the PyTorch shim .cache/backends/pytorch/libtriton_pytorch.so, built
@@ -31,6 +32,8 @@ fi
 start=$SECONDS
 go mod download
 echo "deps: Go modules: the $(go list -m all | grep -c .) modules of go.mod are in the module cache ($((SECONDS - start)) s)" >&2
+# Release 2026.2.2; built with the go command in use, it knows our Go version.
+go_install honnef.co/go/tools/cmd/staticcheck v0.8.2
 
 # Each says what it fetches, with sizes, or that it has nothing to do.
 scripts/fetch-onnxruntime.sh >/dev/null

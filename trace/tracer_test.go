@@ -94,7 +94,7 @@ func TestFileLayout(t *testing.T) {
 	root.Tensor(TensorQueueInput, x)
 	child := root.Child()
 	child.Bind("step", 1, "")
-	child.Stamp(RequestStart, base.Add(time.Now().Sub(base)+time.Hour)) // after the tensor
+	child.Stamp(RequestStart, base.Add(time.Since(base)+time.Hour)) // after the tensor
 	child.End()
 	root.Stamp(RequestEnd, time.Now().Add(2*time.Hour))
 	root.End()

@@ -133,7 +133,7 @@ func (s *suite) checkCancel(r *report) {
 	const unwrapped = "returned an error that does not wrap the context's (return ctx.Err(), or wrap it with %w): "
 	for _, m := range s.models {
 		at := where(m, m.version) + ", ctx.Err() = context canceled"
-		lm, err, problem := s.load(cancelled, m, m.version)
+		lm, problem, err := s.load(cancelled, m, m.version)
 		if problem != "" {
 			r.add(at, problem)
 		}
@@ -148,7 +148,7 @@ func (s *suite) checkCancel(r *report) {
 		if lm == nil {
 			continue
 		}
-		inst, err, problem := lm.newInstance(cancelled, m.specs[0])
+		inst, problem, err := lm.newInstance(cancelled, m.specs[0])
 		if problem != "" {
 			r.add(at, problem)
 		}
@@ -214,7 +214,7 @@ func (s *suite) checkFailing(r *report) {
 func (s *suite) runGood(r *report, ctx context.Context, inst *instance, reqs []*request) {
 	m := inst.lm.m
 	b, brs := m.newBatch(reqs)
-	err, problem := inst.execute(ctx, b)
+	problem, err := inst.execute(ctx, b)
 	at := fmt.Sprintf("%s, batch %s", inst, labels(reqs))
 	if problem != "" {
 		r.add(at, problem)
@@ -257,7 +257,7 @@ func (s *suite) runGood(r *report, ctx context.Context, inst *instance, reqs []*
 func (s *suite) runCancelled(r *report, ctx context.Context, inst *instance, reqs []*request, unwrapped string) (hung bool) {
 	m := inst.lm.m
 	b, brs := m.newBatch(reqs)
-	err, problem := inst.execute(ctx, b)
+	problem, err := inst.execute(ctx, b)
 	at := fmt.Sprintf("%s, batch %s, ctx.Err() = %v", inst, labels(reqs), ctx.Err())
 	if problem != "" {
 		r.add(at, problem)

@@ -104,9 +104,9 @@ type loaded struct {
 func (lm *loaded) String() string { return where(lm.m, lm.v) }
 
 // load calls Load for version v of m with ctx. It returns the loaded
-// model, or the error Load returned, or a problem (a panic, a hang, no
-// model, a changed config) to report for the model version.
-func (s *suite) load(ctx context.Context, m *model, v int64) (lm *loaded, err error, problem string) {
+// model, or a problem (a panic, a hang, no model, a changed config) to
+// report for the model version, or the error Load returned.
+func (s *suite) load(ctx context.Context, m *model, v int64) (lm *loaded, problem string, err error) {
 	spec := m.spec(v)
 	var bm backend.Model
 	o := call(m.timeout, func() (err error) {
@@ -114,26 +114,26 @@ func (s *suite) load(ctx context.Context, m *model, v int64) (lm *loaded, err er
 		return err
 	})
 	if p := o.problem("Load", m.timeout); p != "" {
-		return nil, nil, p
+		return nil, p, nil
 	}
 	if o.err != nil {
-		return nil, o.err, ""
+		return nil, "", o.err
 	}
 	if bm == nil {
-		return nil, nil, "Load returned neither a model nor an error"
+		return nil, "Load returned neither a model nor an error", nil
 	}
 	lm = &loaded{m: m, v: v, spec: spec, bm: bm}
 	if !proto.Equal(spec.Config, m.cfg) {
 		// Reported, and the model is still used and closed.
-		return lm, nil, "Load changed the model configuration (ModelSpec.Config is the server's; only CompleteConfig may fill it in)"
+		return lm, "Load changed the model configuration (ModelSpec.Config is the server's; only CompleteConfig may fill it in)", nil
 	}
-	return lm, nil, ""
+	return lm, "", nil
 }
 
 // mustLoad loads version v of m with a background context and reports
 // any failure.
 func (s *suite) mustLoad(r *report, m *model, v int64) *loaded {
-	lm, err, problem := s.load(context.Background(), m, v)
+	lm, problem, err := s.load(context.Background(), m, v)
 	if problem != "" {
 		r.add(where(m, v), problem)
 	}
@@ -162,10 +162,10 @@ type instance struct {
 func (i *instance) String() string { return fmt.Sprintf("%s, instance %s", i.lm, i.name) }
 
 // newInstance creates an instance and warms it up, as the server does. It
-// returns the instance, or the error NewInstance or Warmup returned, or a
-// problem to report for the model version. A created instance is
+// returns the instance, or a problem to report for the model version, or
+// the error NewInstance or Warmup returned. A created instance is
 // registered with its model (which closes it) even when Warmup fails.
-func (lm *loaded) newInstance(ctx context.Context, is instanceSpec) (inst *instance, err error, problem string) {
+func (lm *loaded) newInstance(ctx context.Context, is instanceSpec) (inst *instance, problem string, err error) {
 	spec := is.spec
 	spec.Group = lm.spec.Config.GetInstanceGroup()[is.group]
 	d := lm.m.timeout
@@ -173,7 +173,7 @@ func (lm *loaded) newInstance(ctx context.Context, is instanceSpec) (inst *insta
 	closed := lm.closed
 	lm.mu.Unlock()
 	if closed {
-		return nil, nil, "backendtest bug: NewInstance after the model's Close"
+		return nil, "backendtest bug: NewInstance after the model's Close", nil
 	}
 	var bi backend.Instance
 	o := call(d, func() (err error) {
@@ -186,13 +186,13 @@ func (lm *loaded) newInstance(ctx context.Context, is instanceSpec) (inst *insta
 			lm.hung++ // the model must not close under it
 			lm.mu.Unlock()
 		}
-		return nil, nil, p
+		return nil, p, nil
 	}
 	if o.err != nil {
-		return nil, fmt.Errorf("NewInstance %s: %w", spec.Name, o.err), ""
+		return nil, "", fmt.Errorf("NewInstance %s: %w", spec.Name, o.err)
 	}
 	if bi == nil {
-		return nil, nil, fmt.Sprintf("NewInstance %s returned neither an instance nor an error", spec.Name)
+		return nil, fmt.Sprintf("NewInstance %s returned neither an instance nor an error", spec.Name), nil
 	}
 	inst = &instance{lm: lm, name: spec.Name, inst: bi}
 	lm.mu.Lock()
@@ -201,19 +201,19 @@ func (lm *loaded) newInstance(ctx context.Context, is instanceSpec) (inst *insta
 	o = call(d, func() error { return backend.Warmup(ctx, bi) })
 	if p := o.problem("Warmup of "+spec.Name, d); p != "" {
 		inst.broken, inst.hung = p, o.hung
-		return nil, nil, p
+		return nil, p, nil
 	}
 	if o.err != nil {
 		inst.broken = "Warmup failed"
-		return nil, fmt.Errorf("Warmup of %s: %w", spec.Name, o.err), ""
+		return nil, "", fmt.Errorf("Warmup of %s: %w", spec.Name, o.err)
 	}
-	return inst, nil, ""
+	return inst, "", nil
 }
 
 // mustInstance creates an instance with a background context and reports
 // any failure.
 func (lm *loaded) mustInstance(r *report, is instanceSpec) *instance {
-	inst, err, problem := lm.newInstance(context.Background(), is)
+	inst, problem, err := lm.newInstance(context.Background(), is)
 	if problem != "" {
 		r.add(lm.String(), problem)
 	}
@@ -235,34 +235,34 @@ func (lm *loaded) instances(r *report) []*instance {
 	return slices.DeleteFunc(insts, func(i *instance) bool { return i == nil })
 }
 
-// execute runs b on the instance. It returns what Execute returned, or a
-// problem (for the caller to prefix with the instance and batch): a panic
-// or a hang, after which the instance takes no more batches, or a broken
-// promise of the kit's.
-func (i *instance) execute(ctx context.Context, b *backend.Batch) (err error, problem string) {
+// execute runs b on the instance. It returns a problem (for the caller to
+// prefix with the instance and batch): a panic or a hang, after which the
+// instance takes no more batches, or a broken promise of the kit's; or
+// what Execute returned.
+func (i *instance) execute(ctx context.Context, b *backend.Batch) (problem string, err error) {
 	if i.broken != "" {
-		return nil, fmt.Sprintf("not run: the instance is out of use (%s)", i.broken)
+		return fmt.Sprintf("not run: the instance is out of use (%s)", i.broken), nil
 	}
 	if i.closed.Load() {
-		return nil, "backendtest bug: Execute after Close"
+		return "backendtest bug: Execute after Close", nil
 	}
 	if n := i.busy.Add(1); n != 1 {
 		i.busy.Add(-1)
-		return nil, fmt.Sprintf("backendtest bug: %d concurrent Execute calls on one instance", n)
+		return fmt.Sprintf("backendtest bug: %d concurrent Execute calls on one instance", n), nil
 	}
 	d := i.lm.m.timeout
 	o := call(d, func() error { return i.inst.Execute(ctx, b) })
 	if o.hung != nil {
 		// Still running: busy stays up, and the instance is not used again.
 		i.broken, i.hung = "Execute did not return", o.hung
-		return nil, o.problem("Execute", d)
+		return o.problem("Execute", d), nil
 	}
 	i.busy.Add(-1)
 	if o.panic != "" {
 		i.broken = "Execute panicked" // the server closes such an instance and makes a new one
-		return nil, o.problem("Execute", d)
+		return o.problem("Execute", d), nil
 	}
-	return o.err, ""
+	return "", o.err
 }
 
 // ready asks the instance's Readier, if it has one, whether it is ready,

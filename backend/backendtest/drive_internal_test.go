@@ -35,7 +35,7 @@ func guardModel(t *testing.T, f backend.Func) *loaded {
 		t.Fatal(err)
 	}
 	s := &suite{b: f, models: []*model{m}}
-	lm, err, problem := s.load(context.Background(), m, 1)
+	lm, problem, err := s.load(context.Background(), m, 1)
 	if err != nil || problem != "" {
 		t.Fatal(err, problem)
 	}
@@ -59,19 +59,19 @@ func TestGuardConcurrentExecute(t *testing.T) {
 		<-release
 		return nil
 	})
-	inst, err, problem := lm.newInstance(context.Background(), lm.m.specs[0])
+	inst, problem, err := lm.newInstance(context.Background(), lm.m.specs[0])
 	if inst == nil {
 		t.Fatal(err, problem)
 	}
 	done := make(chan string)
 	go func() {
 		b, _ := lm.m.newBatch(lm.m.good)
-		_, p := inst.execute(context.Background(), b)
+		p, _ := inst.execute(context.Background(), b)
 		done <- p
 	}()
 	<-entered
 	b, _ := lm.m.newBatch(lm.m.good)
-	if _, p := inst.execute(context.Background(), b); !strings.Contains(p, "backendtest bug: 2 concurrent Execute calls on one instance") {
+	if p, _ := inst.execute(context.Background(), b); !strings.Contains(p, "backendtest bug: 2 concurrent Execute calls on one instance") {
 		t.Errorf("second Execute: %q", p)
 	}
 	close(release)
@@ -87,14 +87,14 @@ func TestGuardConcurrentExecute(t *testing.T) {
 
 func TestGuardAfterClose(t *testing.T) {
 	lm := guardModel(t, func(ctx context.Context, b *backend.Batch) error { return nil })
-	inst, err, problem := lm.newInstance(context.Background(), lm.m.specs[0])
+	inst, problem, err := lm.newInstance(context.Background(), lm.m.specs[0])
 	if inst == nil {
 		t.Fatal(err, problem)
 	}
 	r := new(report)
 	inst.close(r)
 	b, _ := lm.m.newBatch(lm.m.good)
-	if _, p := inst.execute(context.Background(), b); p != "backendtest bug: Execute after Close" {
+	if p, _ := inst.execute(context.Background(), b); p != "backendtest bug: Execute after Close" {
 		t.Errorf("Execute after Close: %q", p)
 	}
 	inst.close(r)
@@ -102,7 +102,7 @@ func TestGuardAfterClose(t *testing.T) {
 	lm.close(r)
 	lm.close(r)
 	wantLine(t, r, `model "guard" version 1: backendtest bug: model closed twice`)
-	if _, _, p := lm.newInstance(context.Background(), lm.m.specs[0]); p != "backendtest bug: NewInstance after the model's Close" {
+	if _, p, _ := lm.newInstance(context.Background(), lm.m.specs[0]); p != "backendtest bug: NewInstance after the model's Close" {
 		t.Errorf("NewInstance after Close: %q", p)
 	}
 }
