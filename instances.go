@@ -149,7 +149,7 @@ func (p *panicked) Error() string { return fmt.Sprintf("backend panic: %v", p.va
 // returned (nil: the instance is still usable).
 func (v *version) execute(ctx context.Context, s *slot, b *backend.Batch) *panicked {
 	if s.limit != nil {
-		// The rate limiter grants the instance its resources for this run.
+		// The rate limiter grants the instance its resources for this execution.
 		if err := s.limit.Acquire(ctx); err != nil {
 			for _, r := range b.Requests {
 				r.Fail(err)

@@ -257,8 +257,8 @@ func (c *Cache) Len() int {
 // The key covers model, version and every input's name, data type, shape
 // and data; the order of inputs does not matter. Inputs are borrowed: Do
 // reads them and keeps a copy when it stores an entry, and the caller may
-// reuse them once Do returns. Only tensors in CPU memory exist today, and
-// Do assumes that.
+// reuse them once Do returns. Every tensor is in CPU memory (the only
+// [tensor.Memory] so far), and Do assumes that.
 //
 // A response is its outputs and its response parameters, stored and
 // returned together. Outputs returned on a hit or a shared result are fresh

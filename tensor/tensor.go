@@ -38,7 +38,7 @@ func named(name string, err error) error {
 	return fmt.Errorf("tensor %s: %w", strconv.Quote(name), err)
 }
 
-// Memory says where a tensor's data lives. Today every tensor is in [CPU]
+// Memory says where a tensor's data lives. So far every tensor is in [CPU]
 // memory; the type exists so that pinned host memory and GPU memory (Triton's
 // TRITONSERVER_MEMORY_CPU_PINNED and TRITONSERVER_MEMORY_GPU, with a device
 // id) can be added later without changing [Tensor]'s exported fields.
@@ -93,7 +93,7 @@ func (m Memory) String() string {
 // # Memory kind
 //
 // The unexported memory field records where Data lives (see [Memory]). It is
-// always [CPU] today, which is also its zero value, so a composite literal
+// always [CPU] so far, which is also its zero value, so a composite literal
 // Tensor{Name: …, DataType: …, Shape: …, Data: …} is a well-formed CPU
 // tensor.
 //

@@ -30,7 +30,7 @@ import (
 // baseline in the same run, round by round, so that the figures that
 // matter are the medians of per-round differences and ratios (this
 // project's machines are shared VMs whose speed drifts). ns/op is the time
-// of one round. Commands and figures: docs/performance.md, "#19 Python
+// of one round. Commands and figures: docs/performance.md, "Python
 // backend".
 
 // copyModel adds testdata/<src>'s files to the repository as model name.
