@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -33,6 +34,13 @@ type spec struct {
 	LegendBottom   bool    // legend at the bottom instead of the top
 	Headroom       float64 // the share of the y axis above the data, left for the legend (0 to <1)
 	Curves         []curve
+	Target         target // a horizontal line, when its Label is set
+}
+
+// A target is a value the curves are held to, drawn across the plot.
+type target struct {
+	Label string
+	Y     float64
 }
 
 // A curve is the results whose names match a pattern.
@@ -173,6 +181,13 @@ func (s *spec) render(rs []result) (*plot.Plot, error) {
 			bars.Color = plotutil.Color(i)
 			p.Add(bars)
 		}
+	}
+	if s.Target.Label != "" {
+		f := plotter.NewFunction(func(float64) float64 { return s.Target.Y })
+		f.Color = color.Gray{Y: 96}
+		f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(f)
+		p.Legend.Add(s.Target.Label, f)
 	}
 	// Room around the data, so that no point sits on the frame, and above
 	// it for the legend when asked.
