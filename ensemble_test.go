@@ -331,6 +331,124 @@ ensemble_scheduling { max_inflight_requests: 1 step [ { model_name: "slow" model
 	}
 }
 
+// chainRepo is a repository of two one-input models, first and second,
+// served by the backends of the same names with 4 instances each, and of
+// ensembles chaining them (IN → first → MID → second → OUT): "open",
+// without a limit, and "held", with the model parameter
+// max_inflight_ensemble_requests set to held.
+func chainRepo(held string) map[string]string {
+	ens := func(name, extra string) string {
+		return fmt.Sprintf(`name: "%s" platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+%s
+ensemble_scheduling { step [
+  { model_name: "first" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "MID" } },
+  { model_name: "second" model_version: -1 input_map { key: "INPUT0" value: "MID" } output_map { key: "OUTPUT0" value: "OUT" } } ] }`, name, extra)
+	}
+	return map[string]string{
+		"first/config.pbtxt": oneInput("first", 4, ""), "first/1/m": "",
+		"second/config.pbtxt": oneInput("second", 4, ""), "second/1/m": "",
+		"open/config.pbtxt": ens("open", ""), "open/1/.keep": "",
+		"held/config.pbtxt": ens("held", fmt.Sprintf(`parameters { key: "max_inflight_ensemble_requests" value { string_value: "%s" } }`, held)),
+		"held/1/.keep":      "",
+	}
+}
+
+// TestEnsembleMaxInflightEnsembleRequests runs in a synctest bubble: each
+// step sleeps 1ms, which lasts until every other goroutine waits, so a
+// request let into the ensemble meanwhile is counted. A request is inside
+// from the start of its first step to the end of its second.
+func TestEnsembleMaxInflightEnsembleRequests(t *testing.T) {
+	synctest.Test(t, testEnsembleMaxInflightEnsembleRequests)
+}
+
+func testEnsembleMaxInflightEnsembleRequests(t *testing.T) {
+	var inside, peak atomic.Int32
+	first := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		n := inside.Add(int32(len(b.Requests)))
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		return mirror(ctx, b)
+	})
+	second := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		time.Sleep(time.Millisecond)
+		inside.Add(-int32(len(b.Requests)))
+		return mirror(ctx, b)
+	})
+	srv := newServer(t, chainRepo("2"), triton.WithBackend("first", first), triton.WithBackend("second", second))
+	run := func(model string) int32 {
+		peak.Store(0)
+		var g errgroup.Group
+		for i := range 8 {
+			g.Go(func() error {
+				req := oneInputRequest(t, model, "", int32(i))
+				req.Inputs[0].Name = "IN"
+				resp, err := srv.Infer(context.Background(), req)
+				if err != nil {
+					return err
+				}
+				out, _ := resp.Output("OUT")
+				if got, err := tensor.View[int32](out); err != nil || len(got) != 1 || got[0] != int32(i) {
+					return fmt.Errorf("request %d: OUT %v (%v)", i, got, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return peak.Load()
+	}
+	if p := run("open"); p <= 2 {
+		t.Fatalf("without the parameter, %d requests were inside at most; the test needs more to tell", p)
+	}
+	if p := run("held"); p != 2 {
+		t.Fatalf("with max_inflight_ensemble_requests 2, %d requests were inside at most, want 2", p)
+	}
+
+	// A request whose deadline passes while it waits fails with it.
+	held := make(chan error, 1)
+	go func() {
+		req := oneInputRequest(t, "held", "", 1)
+		req.Inputs[0].Name = "IN"
+		_, err := srv.Infer(context.Background(), req)
+		held <- err
+	}()
+	go func() {
+		req := oneInputRequest(t, "held", "", 2)
+		req.Inputs[0].Name = "IN"
+		_, err := srv.Infer(context.Background(), req)
+		held <- err
+	}()
+	synctest.Wait() // both inside, in their first step
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Microsecond)
+	defer cancel()
+	req := oneInputRequest(t, "held", "", 3)
+	req.Inputs[0].Name = "IN"
+	_, err := srv.Infer(ctx, req)
+	wantError(t, err, triton.DeadlineExceeded, "in ensemble 'held': waiting to run (parameter max_inflight_ensemble_requests)")
+	for range 2 {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEnsembleMaxInflightEnsembleRequestsInvalid: a value that is not a
+// positive integer fails the load, naming the ensemble and the parameter.
+func TestEnsembleMaxInflightEnsembleRequestsInvalid(t *testing.T) {
+	for _, v := range []string{"0", "-1", "two", ""} {
+		t.Run(v, func(t *testing.T) {
+			srv := newServer(t, chainRepo(v), triton.WithBackend("first", mirror), triton.WithBackend("second", mirror),
+				triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}))
+			err := srv.Load(context.Background(), "held", nil)
+			wantError(t, err, triton.InvalidArgument, "failed to load 'held'", "ensemble 'held': parameter max_inflight_ensemble_requests is \""+v+"\"", "positive integer")
+		})
+	}
+}
+
 // TestEnsembleLoadErrors: what only the composing models can tell fails
 // the load with Triton's messages.
 func TestEnsembleLoadErrors(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
@@ -73,16 +74,23 @@ import (
 // ensemble; a step waits for a slot (or for its ctx to end) before it
 // calls its model, in the order the requests asked.
 //
-// The limit is also how an ensemble of CPU models keeps the speed of the
-// same pipeline written as a Go model that calls its steps (BLS): such a
-// model holds at most as many requests as it has instances, so each
-// step's batcher sees that many at once, where an unlimited ensemble lets
-// every caller into every step's queue and the batches grow. On a CPU a
-// batch of many requests can cost more per request than a batch of one
-// (cache misses): examples/ocr's PP-OCR ensemble reads pages from 16
-// callers about as fast as its BLS form with max_inflight_requests: 2, the
-// BLS model's instance count, and about 0.75 as fast without it
-// (BenchmarkThroughput and BenchmarkBatchCost in examples/ocr/ppocr).
+// The model parameter max_inflight_ensemble_requests (ours; Triton has no
+// such field and ignores the parameter), a positive integer, limits how
+// many requests of the ensemble run at once, over all its steps; the
+// others wait in the order they came (or until their ctx ends) before
+// their first step. It is what the instance count of a Go model that calls
+// the same steps (BLS) does: that model holds at most as many requests as
+// it has instances, so each step's batcher sees at most that many at once,
+// and at most that many steps run at a time. An unlimited ensemble lets
+// every caller into every step's queue, and on a CPU the batches that
+// grow there cost more per request than a batch of one (cache misses), as
+// does running more steps at once than there are cores. examples/ocr's
+// PP-OCR ensemble, with max_inflight_ensemble_requests 2 (its BLS form has
+// two instances), reads pages from 16 callers as fast as the BLS form;
+// max_inflight_requests 2 instead leaves up to two requests in each of its
+// seven steps (about 0.96 of BLS), and no limit lets batches of every
+// caller form (about 0.83; BenchmarkThroughput and BenchmarkBatchCost in
+// examples/ocr/ppocr).
 type Backend struct{}
 
 var _ backend.Backend = Backend{}
@@ -115,8 +123,20 @@ func (Backend) Load(_ context.Context, spec *backend.ModelSpec) (backend.Model, 
 			m.inflight[i] = semaphore.NewWeighted(int64(n))
 		}
 	}
+	if v, ok := spec.Parameter(MaxInflightEnsembleRequests); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: ensemble '%s': parameter %s is %q; want a positive integer, the requests of the ensemble that run at once",
+				backend.ErrInvalidInput, p.name, MaxInflightEnsembleRequests, v)
+		}
+		m.running = semaphore.NewWeighted(n)
+	}
 	return m, nil
 }
+
+// MaxInflightEnsembleRequests is the model parameter that limits how many
+// requests of an ensemble run at once (see [Backend]).
+const MaxInflightEnsembleRequests = "max_inflight_ensemble_requests"
 
 // model is a loaded ensemble. It is its own instance: Execute keeps no
 // state between calls and is safe for concurrent use, so the server
@@ -125,6 +145,7 @@ type model struct {
 	plan     *Plan
 	caller   backend.Caller
 	inflight []*semaphore.Weighted // per step; nil: no limit
+	running  *semaphore.Weighted   // requests of the ensemble; nil: no limit
 	log      *zap.Logger
 }
 
@@ -237,6 +258,12 @@ func responseSequence(seq sequence, p map[string]any) (sequence, error) {
 // run executes one request: the coordinator loop described on [Backend].
 func (m *model) run(ctx context.Context, r *backend.Request) error {
 	p := m.plan
+	if m.running != nil {
+		if err := m.running.Acquire(ctx, 1); err != nil {
+			return fmt.Errorf("in ensemble '%s': waiting to run (parameter %s): %w", p.name, MaxInflightEnsembleRequests, err)
+		}
+		defer m.running.Release(1)
+	}
 	n := p.all
 	if len(r.RequestedOutputs) > 0 {
 		want := make([]int, 0, len(r.RequestedOutputs))

@@ -79,8 +79,8 @@ type pipelineForm struct {
 	read func(ctx context.Context) error
 }
 
-// pipelineForms are the forms of BenchmarkPipeline, and
-// ensemble-unlimited where srv serves it (withUnlimitedEnsemble).
+// pipelineForms are the forms of BenchmarkPipeline, and the ensembles of
+// ensembleVariants where srv serves them.
 func pipelineForms(srv *triton.Server, img image.Image) []pipelineForm {
 	check := func(lines []ppocr.Line, err error) error {
 		if err == nil && len(lines) != len(pageLines) {
@@ -93,44 +93,54 @@ func pipelineForms(srv *triton.Server, img image.Image) []pipelineForm {
 		{"ensemble", func(ctx context.Context) error { return check(ppocr.Recognize(ctx, srv, "ppocr_ensemble", img)) }},
 		{"bls", func(ctx context.Context) error { return check(ppocr.Recognize(ctx, srv, "ppocr_bls", img)) }},
 	}
-	if srv.ModelReady(context.Background(), unlimitedEnsemble, 0) {
-		forms = append(forms, pipelineForm{"ensemble-unlimited", func(ctx context.Context) error {
-			return check(ppocr.Recognize(ctx, srv, unlimitedEnsemble, img))
-		}})
+	for _, v := range ensembleVariants {
+		if srv.ModelReady(context.Background(), v.model, 0) {
+			forms = append(forms, pipelineForm{v.form, func(ctx context.Context) error {
+				return check(ppocr.Recognize(ctx, srv, v.model, img))
+			}})
+		}
 	}
 	return forms
 }
 
-// unlimitedEnsemble is ppocr_ensemble without its max_inflight_requests,
-// which withUnlimitedEnsemble adds to a repository.
-const unlimitedEnsemble = "ppocr_ensemble_unlimited"
+// ensembleVariants are ppocr_ensemble with its limit on the pages in the
+// pipeline (the parameter max_inflight_ensemble_requests, 2) replaced:
+// by Triton's per-step limit at the same value, or by nothing.
+var ensembleVariants = []struct{ form, model, limit string }{
+	{"ensemble-per-step", "ppocr_ensemble_per_step", "ensemble_scheduling {\n  max_inflight_requests: 2"},
+	{"ensemble-unlimited", "ppocr_ensemble_unlimited", "ensemble_scheduling {"},
+}
 
-// withUnlimitedEnsemble is an edit for serve that adds unlimitedEnsemble.
-func withUnlimitedEnsemble(tb testing.TB) func(dir string) {
+// withEnsembleVariants is an edit for serve that adds the models of
+// ensembleVariants.
+func withEnsembleVariants(tb testing.TB) func(dir string) {
 	return func(dir string) {
 		config, err := os.ReadFile(filepath.Join(dir, "ppocr_ensemble", "config.pbtxt"))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		c := strings.Replace(string(config), `name: "ppocr_ensemble"`, `name: "`+unlimitedEnsemble+`"`, 1)
-		c = strings.Replace(c, "max_inflight_requests: 2", "", 1)
-		if strings.Contains(c, "max_inflight_requests:") || !strings.Contains(c, unlimitedEnsemble) {
-			tb.Fatal("ppocr_ensemble's config no longer has the name and max_inflight_requests that withUnlimitedEnsemble replaces")
+		const limit = `parameters { key: "max_inflight_ensemble_requests" value { string_value: "2" } }` + "\nensemble_scheduling {"
+		if !strings.Contains(string(config), limit) {
+			tb.Fatalf("ppocr_ensemble's config no longer has %q, which withEnsembleVariants replaces", limit)
 		}
-		if err := os.MkdirAll(filepath.Join(dir, unlimitedEnsemble, "1"), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, unlimitedEnsemble, "config.pbtxt"), []byte(c), 0o644); err != nil {
-			tb.Fatal(err)
+		for _, v := range ensembleVariants {
+			c := strings.Replace(string(config), `name: "ppocr_ensemble"`, `name: "`+v.model+`"`, 1)
+			c = strings.Replace(c, limit, v.limit, 1)
+			if err := os.MkdirAll(filepath.Join(dir, v.model, "1"), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, v.model, "config.pbtxt"), []byte(c), 0o644); err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
 }
 
 // BenchmarkThroughput reads pages from 16 callers through every form of
-// the pipeline (BenchmarkPipeline's, and ppocr_ensemble without its
-// max_inflight_requests as ensemble-unlimited), then runs every step alone
-// from 16 callers with the inputs it gets in the pipeline, in interleaved
-// rounds (one per b.N; the forms' order rotates). The bound is the pages
+// the pipeline (BenchmarkPipeline's and ensembleVariants'), then runs
+// every step alone from 16 callers with the inputs it gets in the
+// pipeline, in interleaved rounds (one per b.N; the forms' order
+// rotates). The bound is the pages
 // a second of a pipeline whose steps share the machine's cores,
 // 1/Σ(1/step's requests a second). Per round it takes each form's ratios
 // to the bound and to bls; it reports their medians and ranges, each
@@ -139,9 +149,9 @@ func withUnlimitedEnsemble(tb testing.TB) func(dir string) {
 //
 //	go test -run '^$' -bench Throughput -benchtime 5x -timeout 30m ./examples/ocr/ppocr
 func BenchmarkThroughput(b *testing.B) {
-	srv := serve(b, withUnlimitedEnsemble(b))
+	srv := serve(b, withEnsembleVariants(b))
 	img := page(b)
-	for _, m := range []string{"ppocr_ensemble", "ppocr_bls", unlimitedEnsemble} {
+	for _, m := range []string{"ppocr_ensemble", "ppocr_bls", ensembleVariants[0].model, ensembleVariants[1].model} {
 		ready(b, srv, m)
 	}
 	forms := pipelineForms(srv, img)
