@@ -69,7 +69,7 @@ plots:
 # BenchmarkLoadGenerators in internal/compare runs beside its own harness.
 loadgen-tools:
 	@command -v hey >/dev/null || { . scripts/lib.sh && apt_install hey; }
-	@command -v ghz >/dev/null || [ -x .cache/bin/ghz ] || GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.93.0
+	@command -v ghz >/dev/null || { . scripts/lib.sh && go_install github.com/bojand/ghz/cmd/ghz v0.93.0; }
 
 # Regenerates the Go code of our .proto files (modelconfig, grpcapi/inferencepb; installs protoc and the plugins if missing).
 generate:
