@@ -811,3 +811,93 @@ func testCloseRetiringVersion(t *testing.T, batching string, shutdown bool) {
 		t.Fatal(err)
 	}
 }
+
+// gatedLoad is a backend whose Load waits for release (or its ctx), then
+// serves like Mirror.
+type gatedLoad struct{ release chan struct{} }
+
+func (g *gatedLoad) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Model, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return mirror.Load(ctx, spec)
+}
+
+// TestReadyDuringLoads runs in a synctest bubble, whose Wait returns once
+// a load waits in its backend or an unload waits for a request: the
+// server's readiness does not flap while models load, reload and unload
+// in explicit mode (Triton's server#7014).
+func TestReadyDuringLoads(t *testing.T) { synctest.Test(t, testReadyDuringLoads) }
+
+func testReadyDuringLoads(t *testing.T) {
+	gate := &gatedLoad{release: make(chan struct{})}
+	executing, finish := make(chan struct{}), make(chan struct{})
+	held := backend.Func(func(ctx context.Context, b *backend.Batch) error {
+		close(executing)
+		<-finish
+		return mirror(ctx, b)
+	})
+	srv := newServer(t, map[string]string{
+		"a/config.pbtxt": oneInput("mirror", 1, ""), "a/1/m": "",
+		"b/config.pbtxt": oneInput("gated", 1, ""), "b/1/m": "",
+		"c/config.pbtxt": oneInput("held", 1, ""), "c/1/m": "",
+	}, append(explicit(triton.WithBackend("mirror", mirror), triton.WithBackend("gated", gate), triton.WithBackend("held", held)),
+		triton.WithStartupModels("a", "c"))...)
+	ctx := context.Background()
+	if !srv.Ready(ctx) {
+		t.Fatal("not ready after start-up")
+	}
+	load := func(opts *triton.LoadOptions) chan error {
+		done := make(chan error, 1)
+		go func() { done <- srv.Load(ctx, "b", opts) }()
+		synctest.Wait() // the load waits in the backend
+		return done
+	}
+	for _, what := range []string{"a first load", "a reload"} {
+		var opts *triton.LoadOptions
+		if what == "a reload" { // a new config: an unchanged folder would not be loaded again
+			opts = &triton.LoadOptions{Config: `{"backend": "gated", "max_batch_size": 4}`}
+		}
+		done := load(opts)
+		if !srv.Ready(ctx) {
+			t.Errorf("not ready during %s of b", what)
+		}
+		select {
+		case gate.release <- struct{}{}:
+		case err := <-done:
+			t.Fatalf("%s of b ended before its backend's Load: %v", what, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !srv.Ready(ctx) || !srv.ModelReady(ctx, "b", 1) {
+			t.Fatalf("after %s of b: server ready %v, b ready %v", what, srv.Ready(ctx), srv.ModelReady(ctx, "b", 1))
+		}
+	}
+
+	// An unload waits for c's request in flight; the server stays ready.
+	inferred := make(chan error, 1)
+	go func() {
+		_, err := srv.Infer(ctx, oneInputRequest(t, "c", "", 1))
+		inferred <- err
+	}()
+	<-executing
+	unloaded := make(chan error, 1)
+	go func() { unloaded <- srv.Unload(ctx, "c", nil) }()
+	synctest.Wait() // the unload waits for the request
+	if !srv.Ready(ctx) {
+		t.Error("not ready while c is unloaded")
+	}
+	close(finish)
+	if err := <-inferred; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Ready(ctx) || srv.ModelReady(ctx, "c", 1) {
+		t.Fatalf("after c's unload: server ready %v, c ready %v", srv.Ready(ctx), srv.ModelReady(ctx, "c", 1))
+	}
+}

@@ -156,6 +156,11 @@ func (s *Server) Live() bool { return !s.closing.Load() }
 // Ready reports whether the server takes inference requests. With strict
 // readiness (the default) every model the server was asked to load must have
 // all its versions ready; otherwise a live server is ready.
+//
+// Loading and unloading while the server runs do not make it flap (Triton's
+// server#7014): a model loaded for the first time counts once it serves or
+// fails, a model being reloaded by what its serving versions are, and a
+// model being unloaded not at all, as once it is unloaded.
 func (s *Server) Ready(ctx context.Context) bool {
 	if s.closing.Load() || s.draining.Load() {
 		return false
@@ -164,10 +169,13 @@ func (s *Server) Ready(ctx context.Context) bool {
 		return true
 	}
 	for _, e := range s.table.Load().models {
-		if e.state == stateUnloaded {
+		switch {
+		case e.state == stateUnloaded || e.state == stateUnloading:
 			continue // unloaded on purpose: not expected to be ready
+		case e.state == stateLoading && len(e.versions) == 0 && len(e.failures) == 0:
+			continue // a first load: the server was ready without the model
 		}
-		if e.state != stateServing || len(e.failed()) > 0 || len(e.versions) == 0 {
+		if len(e.failed()) > 0 || len(e.versions) == 0 {
 			return false
 		}
 		for _, v := range e.versions {
