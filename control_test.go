@@ -663,6 +663,36 @@ func testDrainPeriod(t *testing.T) {
 	wantError(t, err, triton.Unavailable, "server closed")
 }
 
+// TestDrain runs in a synctest bubble: after Drain the server is not ready
+// and still serves; Shutdown then closes it without waiting the drain
+// period again, on the bubble's clock.
+func TestDrain(t *testing.T) { synctest.Test(t, testDrain) }
+
+func testDrain(t *testing.T) {
+	files := map[string]string{"m/config.pbtxt": oneInput("gofunc", 1, ""), "m/1/x": ""}
+	srv, err := triton.New(triton.WithRepository(mapFS(files)), triton.WithBackend("gofunc", mirror), triton.WithDrainPeriod(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	srv.Drain()
+	if srv.Ready(ctx) || !srv.Live() {
+		t.Errorf("after Drain: ready %v, live %v; want not ready and live", srv.Ready(ctx), srv.Live())
+	}
+	if _, err := srv.Infer(ctx, oneInputRequest(t, "m", "", 1)); err != nil {
+		t.Errorf("request after Drain: %v", err)
+	}
+	begun := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begun); d != 0 {
+		t.Errorf("Shutdown after Drain took %v, want no second drain period", d)
+	}
+	_, err = srv.Infer(ctx, oneInputRequest(t, "m", "", 1))
+	wantError(t, err, triton.Unavailable, "server closed")
+}
+
 func TestWarmup(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{} // instance/sample → executions

@@ -187,6 +187,15 @@ func (s *Server) Ready(ctx context.Context) bool {
 	return true
 }
 
+// Drain makes the server report not ready from now on while it keeps
+// serving every request, so that load balancers stop sending it traffic
+// before [Server.Shutdown]; Shutdown then skips its drain period
+// ([WithDrainPeriod]). A program that owns listeners calls Drain, waits for
+// the endpoints to be withdrawn, stops accepting on its listeners and lets
+// the requests they took finish, and only then calls Shutdown, so that no
+// request that reached a listener is refused.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 // Shutdown stops the server gracefully. First the server reports not
 // ready while it keeps serving for the drain period ([WithDrainPeriod]), so
 // that load balancers stop sending it traffic; then new requests are
@@ -219,6 +228,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return true
 	})
 	for _, v := range vs {
+		select {
+		case <-v.gate.drained:
+			continue // drained already: ctx ending does not matter
+		default:
+		}
 		select {
 		case <-v.gate.drained:
 		case <-ctx.Done():

@@ -69,10 +69,11 @@ type binaryServer struct {
 	exited  chan error
 }
 
-// startBinary runs the binary with args on free ports, quiet.
+// startBinary runs the binary with args on free ports, quiet, without a
+// drain window on SIGTERM unless args set one.
 func startBinary(t *testing.T, args ...string) *binaryServer {
 	t.Helper()
-	return startCommand(t, append([]string{"--http-port=0", "--metrics-port=0", "--grpc-port=0", "--grpc-address=127.0.0.1", "--log-info=false"}, args...)...)
+	return startCommand(t, append([]string{"--http-port=0", "--metrics-port=0", "--grpc-port=0", "--grpc-address=127.0.0.1", "--log-info=false", "--exit-drain-secs=0"}, args...)...)
 }
 
 // startCommand runs the binary with exactly args, which must serve HTTP,
@@ -127,17 +128,29 @@ func startCommand(t *testing.T, args ...string) *binaryServer {
 // cleanly within limit.
 func (s *binaryServer) terminate(limit time.Duration) {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	s.signal(syscall.SIGTERM)
+	s.waitExit(limit)
+}
+
+// signal sends sig to the binary.
+func (s *binaryServer) signal(sig os.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// waitExit fails the test unless the binary exits cleanly within limit.
+func (s *binaryServer) waitExit(limit time.Duration) {
+	s.t.Helper()
 	select {
 	case err := <-s.exited:
 		if err != nil {
-			s.t.Fatalf("exit after SIGTERM: %v", err)
+			s.t.Fatalf("exit after a signal: %v", err)
 		}
 		s.exited <- nil // for the cleanup
 	case <-time.After(limit):
-		s.t.Fatalf("no exit within %v of SIGTERM", limit)
+		s.t.Fatalf("no exit within %v of a signal", limit)
 	}
 }
 

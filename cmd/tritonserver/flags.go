@@ -27,6 +27,7 @@ type config struct {
 	strictReadiness     bool
 	exitOnError         bool
 	exitTimeout         time.Duration
+	exitDrain           time.Duration // --exit-drain-secs (ours): not ready, still serving, after SIGTERM
 
 	// Parsed and checked here, passed to the libraries where main.go
 	// says "wired at merge": --model-load-thread-count,
@@ -123,7 +124,7 @@ type option struct {
 // defaults.
 func defaultConfig() config {
 	return config{
-		controlMode: "none", pollSecs: 15, strictReadiness: true, exitOnError: true, exitTimeout: 30 * time.Second,
+		controlMode: "none", pollSecs: 15, strictReadiness: true, exitOnError: true, exitTimeout: 30 * time.Second, exitDrain: defaultExitDrain,
 		modelLoadThreads: 4, grpcCompressionLevel: "none",
 		allowHTTP: true, allowGRPC: true, allowMetrics: true,
 		httpPort: 8000, grpcPort: 8001, metricsPort: 8002,
@@ -137,6 +138,13 @@ func defaultConfig() config {
 		traceFlags: newTraceFlags(),
 	}
 }
+
+// defaultExitDrain is --exit-drain-secs's default: how long the server
+// reports not ready after SIGTERM while it still serves, for the endpoints
+// that route to it to be withdrawn (Kubernetes removes a terminating pod's
+// endpoints in parallel with signalling it; load balancers and kube-proxy
+// follow within seconds).
+const defaultExitDrain = 5 * time.Second
 
 // defaultBackendDirectory is tritonserver's --backend-directory default,
 // where Python-based backends are looked for unless the flag says.
@@ -167,6 +175,14 @@ func (c *config) options() []option {
 		{"exit-timeout-secs", true, func(v string) error {
 			n, err := parseInt(v)
 			c.exitTimeout = time.Duration(max(n, 0)) * time.Second
+			return err
+		}},
+		{"exit-drain-secs", true, func(v string) error {
+			n, err := parseInt(v)
+			if err == nil && n < 0 {
+				err = fmt.Errorf("must be 0 or more seconds, got %d", n)
+			}
+			c.exitDrain = time.Duration(n) * time.Second
 			return err
 		}},
 		// Logging

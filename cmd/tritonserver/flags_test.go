@@ -129,9 +129,16 @@ var tritonFlags = []tritonFlag{
 	{"trace-log-frequency", "0", false},
 }
 
+// ownFlags are the options this server has beyond tritonserver's. None is
+// a prefix of one of tritonserver's, so every abbreviation that
+// tritonserver takes means the same here.
+var ownFlags = []tritonFlag{
+	{"exit-drain-secs", "10", false},
+}
+
 // TestEveryTritonFlag checks that the parser has exactly tritonserver's
-// options, and that each is accepted with a valid value, warning exactly
-// when it has no effect here.
+// options and ownFlags, and that each is accepted with a valid value,
+// warning exactly when it has no effect here.
 func TestEveryTritonFlag(t *testing.T) {
 	c := defaultConfig()
 	var ours []string
@@ -142,13 +149,24 @@ func TestEveryTritonFlag(t *testing.T) {
 	for _, f := range tritonFlags {
 		theirs = append(theirs, f.name)
 	}
-	if !slices.Equal(ours, theirs) {
-		t.Errorf("the parser's options are not tritonserver's:\n ours   %v\n theirs %v", ours, theirs)
-	}
 	if len(theirs) != 91 {
 		t.Errorf("%d options, want tritonserver's 91", len(theirs))
 	}
-	for _, f := range tritonFlags {
+	want := slices.Clone(theirs)
+	for _, f := range ownFlags {
+		want = append(want, f.name)
+		for _, name := range theirs {
+			if strings.HasPrefix(name, f.name) {
+				t.Errorf("--%s is a prefix of tritonserver's --%s", f.name, name)
+			}
+		}
+	}
+	slices.Sort(ours)
+	slices.Sort(want)
+	if !slices.Equal(ours, want) {
+		t.Errorf("the parser's options are not tritonserver's and ownFlags:\n ours %v\n want %v", ours, want)
+	}
+	for _, f := range slices.Concat(tritonFlags, ownFlags) {
 		if f.name == "help" {
 			continue
 		}
@@ -232,7 +250,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if defaults.httpPort != 8000 || defaults.grpcPort != 8001 || defaults.metricsPort != 8002 || !defaults.exitOnError ||
-		!defaults.strictReadiness || defaults.strictModelConfig || defaults.exitTimeout != 30*time.Second || defaults.controlMode != "none" ||
+		!defaults.strictReadiness || defaults.strictModelConfig || defaults.exitTimeout != 30*time.Second || defaults.exitDrain != 5*time.Second || defaults.controlMode != "none" ||
 		defaults.metricsAddress != "0.0.0.0" || defaults.modelLoadThreads != 4 || defaults.grpcCompressionLevel != "none" ||
 		!defaults.metricsConfig.counterLatencies || !defaults.metricsConfig.stageHistograms || defaults.metricsInterval != 2*time.Second ||
 		!defaults.logInfo || !defaults.logWarning || !defaults.logError || len(defaults.warnings) != 0 {
@@ -291,6 +309,7 @@ func TestFlagErrors(t *testing.T) {
 		"bad mode":              {[]string{"--model-control-mode=sometimes"}, "Bad option: \"--model-control-mode\".\ninvalid argument for --model-control-mode"},
 		"bad bool":              {[]string{"--strict-model-config", "maybe"}, "Bad option: \"--strict-model-config\".\ninvalid value for bool option: maybe"},
 		"bad int":               {[]string{"--http-port=80x"}, "Bad option: \"--http-port\".\nInvalid option value. Got 80x"},
+		"negative drain":        {[]string{"--exit-drain-secs=-1"}, "Bad option: \"--exit-drain-secs\".\nmust be 0 or more seconds, got -1"},
 		"int out of range":      {[]string{"--grpc-port=99999999999"}, "Bad option: \"--grpc-port\".\nProvided option value is out of bound. Got 99999999999"},
 		"load without explicit": {[]string{"--load-model=x"}, "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well."},
 		"bad rate limit":        {[]string{"--rate-limit=always"}, "Bad option: \"--rate-limit\".\ninvalid argument for --rate-limit"},

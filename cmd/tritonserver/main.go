@@ -22,9 +22,16 @@
 // (the pytorch backend, whose shim --backend-directory can point at), Python
 // models and Triton's Python-based backends (<backend-directory>/<name>/model.py) and,
 // for the example repository, Go backends compiled in ("reverse",
-// "pixels"; "repeat" and "tokens", decoupled). SIGTERM and SIGINT shut it down
-// gracefully: not ready at once, in-flight requests finish within
-// --exit-timeout-secs.
+// "pixels"; "repeat" and "tokens", decoupled).
+//
+// SIGTERM shuts it down as a rolling restart needs: for --exit-drain-secs
+// (ours, default 5) it reports not ready on /v2/health/ready and gRPC's
+// ServerReady while it serves every request, so that the endpoints routing
+// to it are withdrawn; then it stops accepting connections and calls, lets
+// the requests it took finish within --exit-timeout-secs, closes the
+// models (Python stubs included) and exits 0. SIGINT (Ctrl-C) skips the
+// drain window. Under Kubernetes, terminationGracePeriodSeconds must cover
+// both windows and a margin.
 package main
 
 import (
@@ -40,6 +47,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,14 +81,26 @@ func main() {
 	if err != nil {
 		log.Fatalf("tritonserver: %v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := context.WithCancelCause(context.Background())
+	go func() {
+		if <-signals == syscall.SIGTERM {
+			stop(errTerminated)
+		}
+		stop(nil)
+	}()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		log.Fatalf("tritonserver: %v", err)
 	}
 }
 
-// run serves until ctx ends, then shuts down gracefully. It writes the
+// errTerminated is the cause of run's ctx ending on SIGTERM, which drains
+// before shutting down.
+var errTerminated = errors.New("SIGTERM")
+
+// run serves until ctx ends, then shuts down gracefully, after a drain of
+// --exit-drain-secs when ctx's cause is errTerminated. It writes the
 // addresses it listens on to out ("http listening on [::]:8000"), which is
 // how tests that start it on port 0 find it.
 func run(ctx context.Context, cfg config, out io.Writer) error {
@@ -224,26 +244,48 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 
 	<-ctx.Done()
+	// Not ready, still serving: the endpoints that route here go away.
+	srv.Drain()
+	if errors.Is(context.Cause(ctx), errTerminated) && cfg.exitDrain > 0 {
+		logger.Info("draining: not ready, still serving", zap.Duration("exit-drain", cfg.exitDrain))
+		time.Sleep(cfg.exitDrain)
+	}
 	logger.Info("shutting down", zap.Duration("exit-timeout", cfg.exitTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.exitTimeout)
 	defer cancel()
-	errs := []error{}
-	if err := srv.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v: %w", cfg.exitTimeout, err))
-	}
+	// No new connections or calls; the requests the listeners took finish
+	// while the server still serves them.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
 	for _, hs := range servers {
-		if err := hs.Shutdown(sctx); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Go(func() {
+			if err := hs.Shutdown(sctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
 	if gs != nil {
-		// Calls still open (streams) end when the deferred Stop runs.
-		stopped := make(chan struct{})
-		go func() { gs.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-sctx.Done():
-		}
+		// Streams a client keeps open hold GracefulStop until the exit
+		// timeout; Stop then ends them.
+		wg.Go(func() {
+			stopped := make(chan struct{})
+			go func() { gs.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-sctx.Done():
+				gs.Stop()
+				<-stopped
+			}
+		})
+	}
+	wg.Wait()
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v: %w", cfg.exitTimeout, err))
 	}
 	// The requests have ended: their traces are written or exported.
 	if err := tracer.Close(sctx); err != nil {
