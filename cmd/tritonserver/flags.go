@@ -408,7 +408,16 @@ var (
 // names to usage and returns errHelp. usage is standard error: the
 // --trace-* flags write tritonserver's warnings there too (deprecated
 // flags, and --trace-config overriding them; see trace.go).
+//
+// A first argument "tritonserver" (or a path ending in /tritonserver) is
+// the program's own name and is skipped: manifests written for Triton's
+// image pass the command in args, as Triton's entry point script runs them
+// (KServe's Triton runtime: args: [tritonserver, --model-store=...]), and
+// this server's image has tritonserver itself as its entry point.
 func parseFlags(args []string, usage io.Writer) (config, error) {
+	if len(args) > 0 && (args[0] == "tritonserver" || strings.HasSuffix(args[0], "/tritonserver")) {
+		args = args[1:]
+	}
 	c := defaultConfig()
 	c.traceFlags.stderr = usage
 	opts := c.options()

@@ -300,6 +300,26 @@ func TestFlagSyntax(t *testing.T) {
 	}
 }
 
+// TestProgramNameFirst: args that start with the program's own name, as
+// manifests for Triton's image pass them (KServe's Triton runtime), parse
+// as the flags after it; anywhere else the name is a stray argument.
+func TestProgramNameFirst(t *testing.T) {
+	kserve := []string{"tritonserver", "--model-store=/mnt/models", "--grpc-port=9000", "--http-port=8080", "--allow-grpc=true", "--allow-http=true"}
+	for _, args := range [][]string{kserve, append([]string{"/opt/tritonserver/bin/tritonserver"}, kserve[1:]...)} {
+		c, err := parseFlags(args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if len(c.repositories) != 1 || c.repositories[0] != "/mnt/models" || c.httpPort != 8080 || c.grpcPort != 9000 {
+			t.Errorf("%v parsed as %+v", args, c)
+		}
+	}
+	_, err := parseFlags([]string{"--model-store=/m", "tritonserver"}, io.Discard)
+	if err == nil || err.Error() != "Unexpected argument: tritonserver" {
+		t.Errorf("the name after a flag: %v, want tritonserver's Unexpected argument", err)
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args []string

@@ -331,8 +331,9 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 	opts = append(opts, triton.WithBackend(onnxruntime.Name, onnxruntime.New(ortOpts...)))
 	backendDir := cfg.backendDirectory
 	if backendDir == "" {
-		backendDir = defaultBackendDirectory
-	} else if fi, err := os.Stat(filepath.Join(backendDir, pytorch.Name)); err == nil && fi.IsDir() {
+		backendDir = defaultBackendDirectory // where the image's full target puts the shim
+	}
+	if fi, err := os.Stat(filepath.Join(backendDir, pytorch.Name)); err == nil && fi.IsDir() {
 		// Its pytorch folder, where there is one, must hold the shim; a
 		// folder of Python-based backends alone leaves the shim's search as it is.
 		opts = append(opts, triton.WithBackend(pytorch.Name, pytorch.New(pytorch.WithBackendDirectory(backendDir))))
