@@ -10,17 +10,21 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 GO ?= go
 
-.PHONY: run test deps vet lint fuzz bench plots loadgen-tools generate models check-models torch-models check-torch-models speech
+.PHONY: run test deps test-tools vet lint fuzz bench plots loadgen-tools generate models check-models torch-models check-torch-models speech
 
 deps:
 	@scripts/deps.sh
+
+# versitygw and helm, pinned, into .cache/bin: only the tests run them.
+test-tools:
+	@scripts/test-tools.sh
 
 # Builds cmd/tritonserver and serves examples/model_repository with it
 # (scripts/run.sh: a progress line per step, then the server's curl hint).
 run: deps
 	@scripts/run.sh
 
-test: deps vet lint check-models check-torch-models
+test: deps test-tools vet lint check-models check-torch-models
 	$(GO) test -race -count=1 -shuffle=on ./...
 	@$(MAKE) --no-print-directory fuzz
 

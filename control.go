@@ -88,7 +88,7 @@ func (s *Server) Load(ctx context.Context, model string, opts *LoadOptions) erro
 	defer stop()
 	unlock := s.lock(model)
 	defer unlock()
-	src, err := s.source(model, opts)
+	src, err := s.source(ctx, model, opts)
 	if err != nil {
 		return err
 	}
@@ -169,8 +169,9 @@ func (s *Server) lock(model string) func() {
 }
 
 // source resolves a model name (and a load's overrides) to where it loads
-// from.
-func (s *Server) source(model string, opts *LoadOptions) (source, error) {
+// from, after bringing its copy up to date when it lives in a mirrored
+// repository.
+func (s *Server) source(ctx context.Context, model string, opts *LoadOptions) (source, error) {
 	fail := func(code Code, err error) (source, error) {
 		return source{}, &Error{Code: code, Model: model, Err: fmt.Errorf("failed to load '%s': %w", model, err)}
 	}
@@ -204,6 +205,9 @@ func (s *Server) source(model string, opts *LoadOptions) (source, error) {
 		// which its client examples check.
 		s.log.Error("failed to place the load's file overrides", zap.String("model", model), zap.Error(err))
 		return source{}, &Error{Code: Internal, Model: model, Err: &pollError{model: model, cause: err}}
+	}
+	if err := s.syncForLoad(ctx, model); err != nil {
+		return source{}, err
 	}
 	md, err := repository.Lookup(s.opts.roots, model, s.log)
 	if err != nil {
@@ -374,12 +378,26 @@ func (s *Server) finishUnload(name string, vs []*version) {
 // loadStartupModels loads the models the control mode starts with: all of
 // them, WithStartupModels' list, or (explicit mode without a list) none.
 func (s *Server) loadStartupModels(ctx context.Context) error {
+	want := s.opts.startupModels
+	all := slices.Equal(want, []string{"*"}) || (len(want) == 0 && s.opts.control.Mode != ControlExplicit)
+	if len(s.opts.mirrors) > 0 && (all || len(want) > 0) {
+		var names []string // all of them
+		if !all {
+			names = want
+		}
+		if err := s.syncMirrors(ctx, names...); err != nil {
+			// A model whose copy failed is missing or, named, fails to
+			// load below; with exit-on-error that ends the start.
+			s.log.Error("copying models from their repository failed", zap.Error(err))
+			if s.opts.exitOnError {
+				return &Error{Code: Unavailable, Err: err}
+			}
+		}
+	}
 	dirs, err := repository.Scan(s.opts.roots, s.log)
 	if err != nil {
 		return &Error{Code: InvalidArgument, Err: fmt.Errorf("scanning model repository: %w", err)}
 	}
-	want := s.opts.startupModels
-	all := slices.Equal(want, []string{"*"}) || (len(want) == 0 && s.opts.control.Mode != ControlExplicit)
 	found := make(map[string]repository.ModelDir, len(dirs))
 	var names []string
 	for _, md := range dirs {
@@ -405,7 +423,7 @@ func (s *Server) loadStartupModels(ctx context.Context) error {
 			if md, ok := found[name]; ok { // found by the scan: not looked up again
 				src, err = s.sourceOf(md, nil)
 			} else {
-				src, err = s.source(name, nil)
+				src, err = s.source(ctx, name, nil)
 			}
 			if err != nil {
 				s.logFailure(name, 0, err)
@@ -440,6 +458,10 @@ func (s *Server) poll() {
 		case <-t.C:
 		case <-s.ctx.Done():
 			return
+		}
+		if err := s.syncMirrors(s.ctx); err != nil {
+			// What failed keeps its previous copy, which keeps serving.
+			s.log.Warn("polling the model repository: copying models failed", zap.Error(err))
 		}
 		dirs, err := repository.Scan(s.opts.roots, s.log)
 		if err != nil {
@@ -526,11 +548,19 @@ func (s *Server) Index(ctx context.Context) []ModelState {
 	for _, e := range t.models {
 		out = e.index(ctx, out)
 	}
+	listed := map[string]bool{}
 	if dirs, err := repository.Scan(s.opts.roots, nil); err == nil {
 		for _, md := range dirs {
 			if t.models[md.Name] == nil {
+				listed[md.Name] = true
 				out = append(out, ModelState{Name: md.Name})
 			}
+		}
+	}
+	for _, name := range s.mirroredModels() { // not copied yet (explicit mode)
+		if t.models[name] == nil && !listed[name] {
+			listed[name] = true
+			out = append(out, ModelState{Name: name})
 		}
 	}
 	slices.SortFunc(out, func(a, b ModelState) int {

@@ -36,7 +36,7 @@ func (s *Server) loadComposing(ctx context.Context, cfg *modelconfig.ModelConfig
 		var err error
 		if !s.serving(m) {
 			var src source
-			if src, err = s.source(m, nil); err == nil {
+			if src, err = s.source(ctx, m, nil); err == nil {
 				err = s.loadLocked(ctx, src)
 			}
 		}

@@ -30,6 +30,7 @@ func (f optionFunc) apply(o *options) error { return f(o) }
 
 type options struct {
 	roots           []repository.Root
+	mirrors         []Mirror
 	logger          *zap.Logger
 	backends        map[string]backend.Backend
 	startupModels   []string

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/triton-go/triton/cloudrepo"
 	"github.com/triton-go/triton/internal/wire"
 )
 
@@ -484,14 +485,26 @@ func lookup(opts []option, name string) (option, error) {
 	return option{}, fmt.Errorf("option '--%s' is ambiguous", name)
 }
 
+// localRepositories lists the --model-repository folders, without the
+// object-storage URLs.
+func (c *config) localRepositories() []string {
+	var dirs []string
+	for _, r := range c.repositories {
+		if !cloudrepo.IsURL(r) {
+			dirs = append(dirs, r)
+		}
+	}
+	return dirs
+}
+
 // check validates what depends on several flags, once all are read.
 func (c *config) check() error {
 	if len(c.repositories) == 0 {
 		return errors.New("--model-repository must be specified")
 	}
 	for _, r := range c.repositories {
-		if scheme, _, ok := strings.Cut(r, "://"); ok {
-			return fmt.Errorf("--model-repository %s: this server reads model repositories from local folders only; %s:// storage is not supported: copy or mount the repository (e.g. with an init container or a CSI volume) and pass its path", r, scheme)
+		if scheme, _, ok := strings.Cut(r, "://"); ok && !cloudrepo.IsURL(r) {
+			return fmt.Errorf("--model-repository %s: %s:// storage is not supported: give a local folder or an s3://, gs:// or as:// URL", r, scheme)
 		}
 	}
 	if len(c.loadModels) > 0 && c.controlMode != "explicit" {

@@ -378,17 +378,30 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// TestCloudRepository: tritonserver reads s3://, gs:// and as:// URLs;
-// this server says plainly that it cannot.
+// TestCloudRepository: s3://, gs:// and as:// repositories are read
+// (package cloudrepo; served by TestObjectStorageRepository), beside local
+// folders; another scheme is refused, naming it.
 func TestCloudRepository(t *testing.T) {
-	for _, url := range []string{"s3://bucket/models", "gs://bucket/models", "as://account/container/models", "s3://https://minio:9000/b/m"} {
-		_, err := parseFlags([]string{"--model-repository=/local", "--model-repository", url}, io.Discard)
-		scheme, _, _ := strings.Cut(url, "://")
-		if err == nil || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "local folders only") ||
-			!strings.Contains(err.Error(), scheme+":// storage is not supported") {
-			t.Errorf("%s: %v", url, err)
-		}
+	urls := []string{"s3://bucket/models", "gs://bucket/models", "as://account/container/models", "s3://https://minio:9000/b/m"}
+	c, err := parseFlags(append([]string{"--model-repository=/local"}, prefixed("--model-repository=", urls)...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if got := c.localRepositories(); !slices.Equal(got, []string{"/local"}) {
+		t.Errorf("local repositories %q", got)
+	}
+	_, err = parseFlags([]string{"--model-repository=http://host/models"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "http:// storage is not supported") || !strings.Contains(err.Error(), "http://host/models") {
+		t.Errorf("http://: %v", err)
+	}
+}
+
+func prefixed(prefix string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = prefix + s
+	}
+	return out
 }
 
 func TestHelp(t *testing.T) {

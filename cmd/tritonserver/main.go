@@ -62,6 +62,7 @@ import (
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/backend/pytorch"
+	"github.com/triton-go/triton/cloudrepo"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
 	"github.com/triton-go/triton/internal/pixels"
@@ -126,6 +127,19 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	opts, lat, err := serverOptions(cfg, logger)
 	if err != nil {
 		return err
+	}
+	// Repositories in object storage: local copies, removed after the
+	// server closes (defers run last to first).
+	for _, r := range cfg.repositories {
+		if !cloudrepo.IsURL(r) {
+			continue
+		}
+		m, err := cloudrepo.Open(ctx, r, cloudrepo.Options{Logger: logger})
+		if err != nil {
+			return fmt.Errorf("--model-repository: %w", err)
+		}
+		defer m.Close()
+		opts = append(opts, triton.WithMirror(m))
 	}
 	srv, err := triton.New(append(opts, triton.WithTracer(tracer))...)
 	if err != nil {
@@ -301,7 +315,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.Latencies, error) {
 	opts := []triton.Option{
 		triton.WithLogger(logger),
-		triton.WithModelRepository(cfg.repositories...),
+		triton.WithModelRepository(cfg.localRepositories()...),
 		triton.WithStrictConfig(cfg.strictModelConfig),
 		triton.WithStrictReadiness(cfg.strictReadiness),
 		triton.WithExitOnError(cfg.exitOnError),

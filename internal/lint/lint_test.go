@@ -31,11 +31,19 @@ var allowed = map[string][]string{
 	"responsecache": {"tensor"},
 	"sysshm":        {},
 	"settings":      {},
+	"cloudrepo":     {},
 }
 
 // rootForbidden are imports the root package must never have: wire
-// protocols belong to the adapters.
-var rootForbidden = []string{"net/http", "google.golang.org/grpc"}
+// protocols belong to the adapters, object storage to cloudrepo.
+var rootForbidden = []string{"net/http", "google.golang.org/grpc", "gocloud.dev"}
+
+// testOnly are modules only tests may import (deploy's chart and KServe
+// tests, the Dockerfile test): no package of the library or its commands
+// may depend on them. internal/helmtest, a test helper itself, is the one
+// non-test package that may import them, and only _test.go files may
+// import it.
+var testOnly = []string{"k8s.io/", "sigs.k8s.io/", "github.com/prometheus-operator/", "github.com/moby/buildkit/", module + "/internal/helmtest"}
 
 var bannedNames = []string{"util", "utils", "common", "helpers", "types", "base", "core", "misc", "models"}
 
@@ -121,7 +129,7 @@ func TestRootImports(t *testing.T) {
 	for _, ip := range packages(t)[""] {
 		for _, bad := range rootForbidden {
 			if ip == bad || strings.HasPrefix(ip, bad+"/") {
-				t.Errorf("the root package imports %s; wire protocols belong in httpapi/grpcapi", ip)
+				t.Errorf("the root package imports %s; wire protocols belong in httpapi/grpcapi, object storage in cloudrepo", ip)
 			}
 		}
 	}
@@ -143,6 +151,21 @@ func TestEveryPackageHasDoc(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(root, dir, "doc.go")); err != nil {
 			t.Errorf("package %q has no doc.go", dir)
+		}
+	}
+}
+
+func TestTestOnlyImports(t *testing.T) {
+	for dir, imports := range packages(t) {
+		if dir == "internal/helmtest" {
+			continue
+		}
+		for _, ip := range imports {
+			for _, p := range testOnly {
+				if strings.HasPrefix(ip, p) {
+					t.Errorf("%s imports %s in a non-test file; only tests may (it would enter the library's import graph)", dir, ip)
+				}
+			}
 		}
 	}
 }
