@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -35,32 +38,74 @@ const defaultS3Region = "us-east-1"
 // reading objects is all a mirror does.
 const gcsReadScope = "https://www.googleapis.com/auth/devstorage.read_only"
 
-// transports records the HTTP transports a bucket's clients use, so that
-// Close can drop their idle connections (no goroutine outlives Close).
+// transports records the HTTP transports a bucket's clients use and the
+// connections the AWS client dials, so that Close can drop them (no
+// goroutine outlives Close). The AWS SDK builds its own copy of the
+// transport it is given, so its connections are tracked at the dialer.
 type transports struct {
 	mu sync.Mutex
 	// mu protects the following.
-	list []*http.Transport
+	list  []*http.Transport
+	conns map[net.Conn]struct{}
 }
 
 // make returns a new transport like http.DefaultTransport, recorded.
 func (ts *transports) make() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	ts.add(tr)
-	return tr
-}
-
-func (ts *transports) add(tr *http.Transport) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.list = append(ts.list, tr)
+	return tr
 }
 
+// track makes tr's connections known to closeIdle, whatever copies of tr
+// are made: a copy keeps the dial function.
+func (ts *transports) track(tr *http.Transport) {
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, ts: ts}
+		ts.mu.Lock()
+		if ts.conns == nil {
+			ts.conns = map[net.Conn]struct{}{}
+		}
+		ts.conns[tc] = struct{}{}
+		ts.mu.Unlock()
+		return tc, nil
+	}
+}
+
+// trackedConn leaves its transports' set when closed.
+type trackedConn struct {
+	net.Conn
+	ts *transports
+}
+
+func (c *trackedConn) Close() error {
+	c.ts.mu.Lock()
+	delete(c.ts.conns, c)
+	c.ts.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// closeIdle drops the recorded transports' idle connections and closes the
+// tracked ones; it is called once no request is in flight.
 func (ts *transports) closeIdle() {
 	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	for _, tr := range ts.list {
+	list := slices.Clone(ts.list)
+	conns := slices.Collect(maps.Keys(ts.conns))
+	ts.mu.Unlock()
+	for _, tr := range list {
 		tr.CloseIdleConnections()
+	}
+	for _, c := range conns {
+		c.Close()
 	}
 }
 
@@ -89,7 +134,7 @@ func openS3(ctx context.Context, loc location, c s3Credential, ts *transports) (
 		// HTTP/2 over TLS anyway.
 		tr.Protocols = new(http.Protocols)
 		tr.Protocols.SetHTTP1(true)
-		ts.add(tr)
+		ts.track(tr)
 	})
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(httpClient)}
 	switch {

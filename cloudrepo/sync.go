@@ -424,6 +424,9 @@ func copyFile(src, dst string) error {
 	return errors.Join(err, out.Close())
 }
 
+// copyBuffers holds the buffers downloads copy through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 // download copies one object of a model to dst (a new file in a snapshot
 // no reader sees yet) and checks it: the byte count against the listed
 // size, the MD5 against the listed one when there is one. It returns the
@@ -441,7 +444,11 @@ func (r *Repository) download(ctx context.Context, name string, e entry, dst str
 		return 0, fmt.Errorf("download %s: %w", url, describe(err, "read", r.loc.bucket))
 	}
 	h := md5.New()
-	n, err := io.Copy(io.MultiWriter(f, h), rd)
+	buf := copyBuffers.Get().(*[]byte)
+	// Not io.Copy: it would call blob.Reader.WriteTo, which allocates a new
+	// 1 MiB buffer for every object, however small.
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), struct{ io.Reader }{rd}, *buf)
+	copyBuffers.Put(buf)
 	rd.Close()
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr

@@ -3,6 +3,8 @@ package cloudrepo
 import (
 	"context"
 	"crypto/md5"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +193,39 @@ func TestOpenBucketOffline(t *testing.T) {
 			}
 			b.Close()
 		})
+	}
+}
+
+// TestCloseDropsS3Connections: the AWS client builds its own copy of the
+// transport it is given; its kept-alive connections are still known, and
+// closed by closeIdle, so none outlives Close.
+func TestCloseDropsS3Connections(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound) // keeps the connection
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	ts := &transports{}
+	loc := mustParse(t, "s3://"+strings.TrimPrefix(srv.URL, "http://")+"/bkt/repo")
+	b, err := openS3(ctx, loc, s3Credential{KeyID: "k", Secret: "s"}, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Attributes(ctx, "repo/x"); err == nil {
+		t.Fatal("a missing object has attributes")
+	}
+	ts.mu.Lock()
+	n := len(ts.conns)
+	ts.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d connections tracked after one request, want 1", n)
+	}
+	ts.closeIdle()
+	ts.mu.Lock()
+	n = len(ts.conns)
+	ts.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d connections still open after closeIdle", n)
 	}
 }
