@@ -507,7 +507,7 @@ var _ = http.MethodPost
 func TestInferResponseParameters(t *testing.T) {
 	annotate := backend.Func(func(ctx context.Context, b *backend.Batch) error {
 		for _, r := range b.Requests {
-			for k, v := range map[string]any{"tokens": int64(3), "done": true, "why": "stop \"eos\"", "p": 0.25, "big": uint64(1) << 63} {
+			for k, v := range map[string]any{"tokens": int64(3), "done": true, "why": "stop \"eos\"", "p": 0.25, "temp": 2.0, "big": uint64(1) << 63} {
 				r.SetParameter(k, v)
 			}
 		}
@@ -520,6 +520,6 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]`
 	files["ann/1/model"] = ""
 	h := httpapi.NewHandler(newServer(t, files, triton.WithBackend("annotate", annotate)))
 	rec := serve(h, req{path: inferPath("ann"), body: []byte(`{"inputs":[{"name":"INPUT0","shape":[1],"datatype":"INT32","data":[4]}]}`)})
-	wantBody(t, rec, `{"model_name":"ann","model_version":"1","parameters":{"big":9223372036854775808,"done":true,"p":0.25,"tokens":3,"why":"stop \"eos\""},`+
+	wantBody(t, rec, `{"model_name":"ann","model_version":"1","parameters":{"big":9223372036854775808,"done":true,"p":0.25,"temp":2.0,"tokens":3,"why":"stop \"eos\""},`+
 		`"outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1],"data":[4]}]}`)
 }

@@ -151,7 +151,7 @@ func appendParameters(b []byte, p map[string]any) []byte {
 		case uint64:
 			b = strconv.AppendUint(b, v, 10)
 		case float64:
-			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+			b = appendDouble(b, v) // 2.0 stays a double for the client, as rapidjson writes it
 		case string:
 			b = appendJSONString(b, v)
 		default:
