@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/sysshm"
 )
@@ -470,14 +471,14 @@ func (h *HTTP) Load(ctx context.Context, model string, opts *triton.LoadOptions)
 		n := 0
 		if opts.Config != "" {
 			body = append(body, `"config":`...)
-			body = appendJSONString(body, opts.Config)
+			body = jsontext.AppendString(body, opts.Config)
 			n++
 		}
 		for _, path := range sortedKeys(opts.Files) {
 			if n > 0 {
 				body = append(body, ',')
 			}
-			body = appendJSONString(body, "file:"+path)
+			body = jsontext.AppendString(body, "file:"+path)
 			body = append(body, ':', '"')
 			body = base64.StdEncoding.AppendEncode(body, opts.Files[path])
 			body = append(body, '"')
@@ -525,7 +526,7 @@ func (h *HTTP) Index(ctx context.Context) ([]triton.ModelState, error) {
 // RegisterSystemSharedMemory is POST
 // /v2/systemsharedmemory/region/{name}/register.
 func (h *HTTP) RegisterSystemSharedMemory(ctx context.Context, name, key string, offset, size uint64) error {
-	b := append([]byte(`{"key":`), appendJSONString(nil, key)...)
+	b := append([]byte(`{"key":`), jsontext.AppendString(nil, key)...)
 	b = append(b, `,"offset":`...)
 	b = strconv.AppendUint(b, offset, 10)
 	b = append(b, `,"byte_size":`...)

@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -126,7 +127,7 @@ func (h *HTTP) encodeInfer(req *triton.InferRequest, p placement) (js []byte, bi
 	b = append(b, '{')
 	if req.ID != "" {
 		b = append(b, `"id":`...)
-		b = appendJSONString(b, req.ID)
+		b = jsontext.AppendString(b, req.ID)
 		b = append(b, ',')
 	}
 	if b, err = appendRequestParameters(b, req, p.params, binaryOut); err != nil {
@@ -138,7 +139,7 @@ func (h *HTTP) encodeInfer(req *triton.InferRequest, p placement) (js []byte, bi
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, t.Name)
+		b = jsontext.AppendString(b, t.Name)
 		b = append(b, `,"shape":[`...)
 		for j, d := range t.Shape {
 			if j > 0 {
@@ -147,7 +148,7 @@ func (h *HTTP) encodeInfer(req *triton.InferRequest, p placement) (js []byte, bi
 			b = strconv.AppendInt(b, d, 10)
 		}
 		b = append(b, `],"datatype":`...)
-		b = appendJSONString(b, t.DataType.String())
+		b = jsontext.AppendString(b, t.DataType.String())
 		switch r, inRegion := p.inputs[t.Name]; {
 		case inRegion:
 			b = appendRegion(b, r)
@@ -174,7 +175,7 @@ func (h *HTTP) encodeInfer(req *triton.InferRequest, p placement) (js []byte, bi
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, name)
+			b = jsontext.AppendString(b, name)
 			if r, inRegion := p.outputs[name]; inRegion {
 				b = appendRegion(b, r)
 			} else if binaryOut {
@@ -190,7 +191,7 @@ func (h *HTTP) encodeInfer(req *triton.InferRequest, p placement) (js []byte, bi
 // appendRegion appends a tensor's shared-memory parameters.
 func appendRegion(b []byte, r Region) []byte {
 	b = append(b, `,"parameters":{"shared_memory_region":`...)
-	b = appendJSONString(b, r.Name)
+	b = jsontext.AppendString(b, r.Name)
 	b = append(b, `,"shared_memory_offset":`...)
 	b = strconv.AppendUint(b, r.Offset, 10)
 	b = append(b, `,"shared_memory_byte_size":`...)
@@ -210,7 +211,7 @@ func appendRequestParameters(b []byte, req *triton.InferRequest, params map[stri
 			b = append(b, ',')
 		}
 		n++
-		b = appendJSONString(b, k)
+		b = jsontext.AppendString(b, k)
 		b = append(b, ':')
 	}
 	for _, k := range sortedKeys(params) {
@@ -226,15 +227,15 @@ func appendRequestParameters(b []byte, req *triton.InferRequest, params map[stri
 		case uint64:
 			b = strconv.AppendUint(b, v, 10)
 		case float64:
-			b = appendJSONFloat(b, v)
+			b = jsontext.AppendDouble(b, v)
 		case string:
-			b = appendJSONString(b, v)
+			b = jsontext.AppendString(b, v)
 		}
 	}
 	switch {
 	case req.SequenceIDString != "":
 		key("sequence_id")
-		b = appendJSONString(b, req.SequenceIDString)
+		b = jsontext.AppendString(b, req.SequenceIDString)
 	case req.SequenceID != 0:
 		key("sequence_id")
 		b = strconv.AppendUint(b, req.SequenceID, 10)

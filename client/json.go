@@ -11,63 +11,13 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/tensor"
 )
 
 // The JSON of Triton's HTTP protocol, written by hand on the request path
 // (as the server's httpapi does), read with encoding/json on the response
 // path, whose JSON is a small header when tensors travel in binary.
-
-// appendJSONString appends s as a JSON string; bytes that are not UTF-8
-// become U+FFFD, as encoding/json writes them.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				switch c {
-				case '\n':
-					b = append(b, '\\', 'n')
-				case '\r':
-					b = append(b, '\\', 'r')
-				case '\t':
-					b = append(b, '\\', 't')
-				default:
-					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-				}
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONFloat appends a float parameter so that it reads back as a
-// float, not an integer (2 is written 2.0).
-func appendJSONFloat(b []byte, f float64) []byte {
-	start := len(b)
-	b = strconv.AppendFloat(b, f, 'g', -1, 64)
-	if !bytes.ContainsAny(b[start:], ".eEnN") {
-		b = append(b, '.', '0')
-	}
-	return b
-}
 
 // jsonable reports whether t's data can travel as JSON: not FP16 or BF16,
 // no NaN or infinity, BYTES elements that are UTF-8.
@@ -115,7 +65,7 @@ func appendJSONData(b []byte, t tensor.Tensor) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, string(e))
+			b = jsontext.AppendString(b, string(e))
 			i++
 		}
 		return append(b, ']'), nil

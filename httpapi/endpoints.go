@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/internal/wire"
 )
 
@@ -38,15 +39,15 @@ func (h *handler) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
 	md := h.srv.Metadata()
 	b := make([]byte, 0, 512)
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, md.Name)
+	b = jsontext.AppendString(b, md.Name)
 	b = append(b, `,"version":`...)
-	b = appendJSONString(b, md.Version)
+	b = jsontext.AppendString(b, md.Version)
 	b = append(b, `,"extensions":[`...)
 	for i, e := range wire.Extensions(h.srv.Metadata().Extensions, h.shm != nil) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, e)
+		b = jsontext.AppendString(b, e)
 	}
 	b = append(b, "]}"...)
 	writeJSON(w, b)
@@ -106,16 +107,16 @@ func (h *handler) handleModelMetadata(w http.ResponseWriter, r *http.Request, mo
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, md.Name)
+	b = jsontext.AppendString(b, md.Name)
 	b = append(b, `,"versions":[`...)
 	for i, v := range versions {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, v)
+		b = jsontext.AppendString(b, v)
 	}
 	b = append(b, `],"platform":`...)
-	b = appendJSONString(b, md.Platform)
+	b = jsontext.AppendString(b, md.Platform)
 	b = append(b, `,"inputs":`...)
 	b = appendTensorMetadata(b, md.Inputs)
 	b = append(b, `,"outputs":`...)
@@ -131,9 +132,9 @@ func appendTensorMetadata(b []byte, ts []triton.TensorMetadata) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, t.Name)
+		b = jsontext.AppendString(b, t.Name)
 		b = append(b, `,"datatype":`...)
-		b = appendJSONString(b, t.DataType)
+		b = jsontext.AppendString(b, t.DataType)
 		b = append(b, `,"shape":[`...)
 		for j, d := range t.Shape {
 			if j > 0 {
@@ -206,7 +207,7 @@ func appendStats(b []byte, stats []triton.ModelStats) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, s.Name)
+		b = jsontext.AppendString(b, s.Name)
 		b = append(b, `,"version":"`...)
 		b = strconv.AppendInt(b, s.Version, 10)
 		b = append(b, `","last_inference":`...)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 )
 
 // httpStatus is the one mapping from a [triton.Code] to an HTTP status,
@@ -79,7 +80,7 @@ func (h *handler) writeError(w http.ResponseWriter, err error) {
 func writeErrorStatus(w http.ResponseWriter, status int, msg string) {
 	b := make([]byte, 0, len(msg)+16)
 	b = append(b, `{"error":`...)
-	b = appendJSONString(b, msg)
+	b = jsontext.AppendString(b, msg)
 	b = append(b, '}')
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")

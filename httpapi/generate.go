@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -407,7 +408,7 @@ func startStream(w http.ResponseWriter) {
 // appendErrorJSON appends {"error":"<msg>"}.
 func appendErrorJSON(b []byte, msg string) []byte {
 	b = append(b, `{"error":`...)
-	b = appendJSONString(b, msg)
+	b = jsontext.AppendString(b, msg)
 	return append(b, '}')
 }
 
@@ -446,10 +447,10 @@ func appendGenerateResponse(b []byte, resp *triton.InferResponse) ([]byte, error
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, m.key)
+		b = jsontext.AppendString(b, m.key)
 		b = append(b, ':')
 		if m.out < 0 {
-			b = appendJSONString(b, m.val)
+			b = jsontext.AppendString(b, m.val)
 			continue
 		}
 		t := resp.Outputs[m.out]

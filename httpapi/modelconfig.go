@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/modelconfig"
 )
 
@@ -46,7 +47,7 @@ func rewriteInts(b []byte, v jval, path string) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, m.key)
+			b = jsontext.AppendString(b, m.key)
 			b = append(b, ':')
 			seg := string(m.key)
 			if modelconfig.JSONMapField(path) {

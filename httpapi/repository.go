@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/internal/wire"
 )
 
@@ -49,7 +50,7 @@ func (h *handler) handleRepositoryIndex(w http.ResponseWriter, r *http.Request) 
 		}
 		n++
 		out = append(out, `{"name":`...)
-		out = appendJSONString(out, st.Name)
+		out = jsontext.AppendString(out, st.Name)
 		if st.Version > 0 {
 			out = append(out, `,"version":"`...)
 			out = strconv.AppendInt(out, st.Version, 10)
@@ -57,11 +58,11 @@ func (h *handler) handleRepositoryIndex(w http.ResponseWriter, r *http.Request) 
 		}
 		if st.State != "" {
 			out = append(out, `,"state":`...)
-			out = appendJSONString(out, st.State)
+			out = jsontext.AppendString(out, st.State)
 		}
 		if st.Reason != "" {
 			out = append(out, `,"reason":`...)
-			out = appendJSONString(out, st.Reason)
+			out = jsontext.AppendString(out, st.Reason)
 		}
 		out = append(out, '}')
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/sysshm"
 )
@@ -29,11 +30,11 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 	b = append(b, '{')
 	if resp.ID != "" {
 		b = append(b, `"id":`...)
-		b = appendJSONString(b, resp.ID)
+		b = jsontext.AppendString(b, resp.ID)
 		b = append(b, ',')
 	}
 	b = append(b, `"model_name":`...)
-	b = appendJSONString(b, resp.Model)
+	b = jsontext.AppendString(b, resp.Model)
 	b = append(b, `,"model_version":"`...)
 	b = strconv.AppendInt(b, resp.Version, 10)
 	b = append(b, '"')
@@ -60,9 +61,9 @@ func (h *handler) writeInferResponse(w http.ResponseWriter, r *http.Request, cal
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, t.Name)
+		b = jsontext.AppendString(b, t.Name)
 		b = append(b, `,"datatype":`...)
-		b = appendJSONString(b, t.DataType.String())
+		b = jsontext.AppendString(b, t.DataType.String())
 		b = append(b, `,"shape":[`...)
 		for j, d := range t.Shape {
 			if j > 0 {
@@ -141,7 +142,7 @@ func appendParameters(b []byte, p map[string]any) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = jsontext.AppendString(b, k)
 		b = append(b, ':')
 		switch v := p[k].(type) {
 		case bool:
@@ -151,9 +152,9 @@ func appendParameters(b []byte, p map[string]any) []byte {
 		case uint64:
 			b = strconv.AppendUint(b, v, 10)
 		case float64:
-			b = appendDouble(b, v) // 2.0 stays a double for the client, as rapidjson writes it
+			b = jsontext.AppendDouble(b, v) // 2.0 stays a double for the client, as rapidjson writes it
 		case string:
-			b = appendJSONString(b, v)
+			b = jsontext.AppendString(b, v)
 		default:
 			b = append(b, "null"...)
 		}

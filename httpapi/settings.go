@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/settings"
 )
@@ -41,7 +42,7 @@ func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out := append(make([]byte, 0, 160), `{"log_file":`...)
-	out = appendJSONString(out, l.File)
+	out = jsontext.AppendString(out, l.File)
 	out = append(out, `,"log_info":`...)
 	out = strconv.AppendBool(out, l.Info)
 	out = append(out, `,"log_warning":`...)
@@ -51,7 +52,7 @@ func (h *handler) handleLogging(w http.ResponseWriter, r *http.Request) {
 	out = append(out, `,"log_verbose_level":`...)
 	out = strconv.AppendUint(out, uint64(l.VerboseLevel), 10)
 	out = append(out, `,"log_format":`...)
-	out = appendJSONString(out, l.Format)
+	out = jsontext.AppendString(out, l.Format)
 	writeJSON(w, append(out, '}'))
 }
 
@@ -147,7 +148,7 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendJSONString(out, name)
+		out = jsontext.AppendString(out, name)
 	}
 	out = append(out, `],"trace_rate":"`...)
 	out = strconv.AppendUint(out, uint64(t.Rate), 10)
@@ -159,10 +160,10 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 		// string, or an array when given more than once (resource).
 		for _, o := range h.settings.TraceOptions() {
 			out = append(out, ',')
-			out = appendJSONString(out, o.Key)
+			out = jsontext.AppendString(out, o.Key)
 			out = append(out, ':')
 			if len(o.Values) == 1 {
-				out = appendJSONString(out, o.Values[0])
+				out = jsontext.AppendString(out, o.Values[0])
 				continue
 			}
 			out = append(out, '[')
@@ -170,7 +171,7 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 				if i > 0 {
 					out = append(out, ',')
 				}
-				out = appendJSONString(out, v)
+				out = jsontext.AppendString(out, v)
 			}
 			out = append(out, ']')
 		}
@@ -178,10 +179,10 @@ func (h *handler) handleTrace(w http.ResponseWriter, r *http.Request, model stri
 		out = append(out, `,"log_frequency":"`...)
 		out = strconv.AppendUint(out, uint64(t.LogFrequency), 10)
 		out = append(out, `","trace_file":`...)
-		out = appendJSONString(out, t.File)
+		out = jsontext.AppendString(out, t.File)
 	}
 	out = append(out, `,"trace_mode":`...)
-	out = appendJSONString(out, t.Mode)
+	out = jsontext.AppendString(out, t.Mode)
 	writeJSON(w, append(out, '}'))
 }
 

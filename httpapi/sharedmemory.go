@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/internal/wire"
 	"github.com/triton-go/triton/sysshm"
 )
@@ -39,9 +40,9 @@ func (h *handler) handleSystemSharedMemory(w http.ResponseWriter, r *http.Reques
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, rg.Name)
+			b = jsontext.AppendString(b, rg.Name)
 			b = append(b, `,"key":`...)
-			b = appendJSONString(b, rg.Key)
+			b = jsontext.AppendString(b, rg.Key)
 			b = append(b, `,"offset":`...)
 			b = strconv.AppendUint(b, rg.Offset, 10)
 			b = append(b, `,"byte_size":`...)

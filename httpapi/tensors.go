@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/internal/jsontext"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -274,7 +275,7 @@ func appendJSONData(b []byte, t tensor.Tensor) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, e)
+			b = jsontext.AppendString(b, e)
 			i++
 		}
 		return append(b, ']'), nil
@@ -316,9 +317,9 @@ func appendJSONData(b []byte, t tensor.Tensor) ([]byte, error) {
 		case tensor.Int64:
 			b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(d[i:])), 10)
 		case tensor.FP32:
-			b = appendDouble(b, float64(math.Float32frombits(binary.LittleEndian.Uint32(d[i:]))))
+			b = jsontext.AppendDouble(b, float64(math.Float32frombits(binary.LittleEndian.Uint32(d[i:]))))
 		case tensor.FP64:
-			b = appendDouble(b, math.Float64frombits(binary.LittleEndian.Uint64(d[i:])))
+			b = jsontext.AppendDouble(b, math.Float64frombits(binary.LittleEndian.Uint64(d[i:])))
 		}
 	}
 	return append(b, ']'), nil
