@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,10 +32,10 @@ import (
 	"github.com/triton-go/triton/internal/findup"
 	"github.com/triton-go/triton/internal/pixels"
 	"github.com/triton-go/triton/internal/repeat"
+	"github.com/triton-go/triton/internal/reverse"
 	"github.com/triton-go/triton/internal/testenv"
 	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/sysshm"
-	"github.com/triton-go/triton/tensor"
 )
 
 // The test repository, written to a folder so that cmd/tritonserver serves
@@ -158,35 +157,6 @@ func writeRepo(t *testing.T) (dir string, startup []string) {
 	return dir, startup
 }
 
-// reverse is tritonserver's "reverse" backend (cmd/tritonserver/main.go):
-// each string of TEXT comes back reversed, byte for byte.
-var reverse = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		in, ok := r.Input("TEXT")
-		if !ok {
-			return fmt.Errorf("no input TEXT: %w", backend.ErrInvalidInput)
-		}
-		elems, err := tensor.ByteSlices(in)
-		if err != nil {
-			return err
-		}
-		out := make([][]byte, len(elems))
-		for i, e := range elems {
-			rev := make([]byte, len(e))
-			for j := range e {
-				rev[len(e)-1-j] = e[j]
-			}
-			out[i] = rev
-		}
-		t, err := tensor.FromByteSlices("REVERSED", in.Shape, out)
-		if err != nil {
-			return err
-		}
-		r.SetOutput(t)
-	}
-	return nil
-})
-
 // echoParams answers INPUT0 as OUTPUT0 and sets the request's parameters
 // as the response's.
 var echoParams = backend.Func(func(ctx context.Context, b *backend.Batch) error {
@@ -243,7 +213,7 @@ func newServer(t *testing.T, dir string, startup []string, obs observer) *triton
 		triton.WithModelRepository(dir),
 		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}),
 		triton.WithStartupModels(startup...),
-		triton.WithBackend("reverse", reverse),
+		triton.WithBackend(reverse.Name, reverse.Backend),
 		triton.WithBackend("repeat", &repeat.Backend{}),
 		triton.WithBackend(pixels.Name, pixels.Backend),
 		triton.WithBackend("addsub", testmodels.AddSub),

@@ -20,6 +20,7 @@ import (
 	"github.com/triton-go/triton/client"
 	"github.com/triton-go/triton/grpcapi"
 	"github.com/triton-go/triton/httpapi"
+	"github.com/triton-go/triton/internal/reverse"
 	"github.com/triton-go/triton/internal/testmodels"
 	"github.com/triton-go/triton/tensor"
 )
@@ -29,7 +30,7 @@ func tinyServer(t *testing.T) *triton.Server {
 	return testmodels.NewServer(t, map[string]string{
 		"text_reverse/config.pbtxt": reverseConfig("text_reverse"),
 		"text_reverse/1/model.txt":  "",
-	}, triton.WithBackend("reverse", reverse))
+	}, triton.WithBackend(reverse.Name, reverse.Backend))
 }
 
 func reverseOnce(t *testing.T, c client.Conn) error {

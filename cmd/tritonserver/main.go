@@ -58,7 +58,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/triton-go/triton"
-	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/backend/pytorch"
@@ -67,11 +66,11 @@ import (
 	"github.com/triton-go/triton/httpapi"
 	"github.com/triton-go/triton/internal/pixels"
 	"github.com/triton-go/triton/internal/repeat"
+	"github.com/triton-go/triton/internal/reverse"
 	"github.com/triton-go/triton/metrics"
 	"github.com/triton-go/triton/ratelimit"
 	"github.com/triton-go/triton/settings"
 	"github.com/triton-go/triton/sysshm"
-	"github.com/triton-go/triton/tensor"
 )
 
 func main() {
@@ -319,7 +318,7 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		triton.WithStrictConfig(cfg.strictModelConfig),
 		triton.WithStrictReadiness(cfg.strictReadiness),
 		triton.WithExitOnError(cfg.exitOnError),
-		triton.WithBackend("reverse", reverse),
+		triton.WithBackend(reverse.Name, reverse.Backend),
 		triton.WithBackend("repeat", &repeat.Backend{}),
 		triton.WithBackend("tokens", tokens{}),
 		triton.WithBackend(pixels.Name, pixels.Backend),
@@ -430,33 +429,3 @@ func newLogger(cfg config) (*zap.Logger, *zap.AtomicLevel, error) {
 	}
 	return l, &level, nil
 }
-
-// reverse is the Go backend compiled in for the example repository's
-// text_reverse model: each string of TEXT comes back reversed, byte for
-// byte.
-var reverse = backend.Func(func(ctx context.Context, b *backend.Batch) error {
-	for _, r := range b.Requests {
-		in, ok := r.Input("TEXT")
-		if !ok {
-			return fmt.Errorf("no input TEXT: %w", backend.ErrInvalidInput)
-		}
-		elems, err := tensor.ByteSlices(in)
-		if err != nil {
-			return err
-		}
-		out := make([][]byte, len(elems))
-		for i, e := range elems {
-			rev := make([]byte, len(e))
-			for j := range e {
-				rev[len(e)-1-j] = e[j]
-			}
-			out[i] = rev
-		}
-		t, err := tensor.FromByteSlices("REVERSED", in.Shape, out)
-		if err != nil {
-			return err
-		}
-		r.SetOutput(t)
-	}
-	return nil
-})
