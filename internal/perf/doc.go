@@ -35,10 +35,10 @@
 // far); 2 when the first step of a linear search never stabilized; 3 when a
 // window without a valid request ended the run; 99 for everything else:
 // usage errors (the synopsis, then "Error: <text>") and runtime failures
-// alike. The issue asked for status 1 on bad input (an unknown model, a
-// shape that does not fit, an unreachable server, a JSON file not in PA's
-// format); PA reports those as GENERIC_ERROR, 99, and scripts compare
-// against PA, so 99 it is, with one line on stderr naming the problem
+// alike. Bad input (an unknown model, a shape that does not fit, an
+// unreachable server, a JSON file not in PA's format) is PA's
+// GENERIC_ERROR too, 99 rather than 1, since scripts compare against PA's
+// statuses, with one line on stderr naming the problem
 // ("error: failed to get model metadata: ...", "error: Failed to init
 // manager inputs: missing tensor X ( Location stream id: 0, step id: 2)").
 //
