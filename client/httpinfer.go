@@ -219,18 +219,7 @@ func appendRequestParameters(b []byte, req *triton.InferRequest, params map[stri
 			return nil, err
 		}
 		key(k)
-		switch v := params[k].(type) {
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case uint64:
-			b = strconv.AppendUint(b, v, 10)
-		case float64:
-			b = jsontext.AppendDouble(b, v)
-		case string:
-			b = jsontext.AppendString(b, v)
-		}
+		b = jsontext.AppendParameter(b, params[k]) // checkParameter allows these kinds only
 	}
 	switch {
 	case req.SequenceIDString != "":

@@ -144,20 +144,7 @@ func appendParameters(b []byte, p map[string]any) []byte {
 		}
 		b = jsontext.AppendString(b, k)
 		b = append(b, ':')
-		switch v := p[k].(type) {
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case uint64:
-			b = strconv.AppendUint(b, v, 10)
-		case float64:
-			b = jsontext.AppendDouble(b, v) // 2.0 stays a double for the client, as rapidjson writes it
-		case string:
-			b = jsontext.AppendString(b, v)
-		default:
-			b = append(b, "null"...)
-		}
+		b = jsontext.AppendParameter(b, p[k])
 	}
 	return append(b, '}')
 }

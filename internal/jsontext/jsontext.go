@@ -132,3 +132,22 @@ func AppendDouble(b []byte, f float64) []byte {
 		return strconv.AppendInt(b, int64(kk-1), 10)
 	}
 }
+
+// AppendParameter appends v, a value of Triton's parameter kinds (bool,
+// int64, uint64, float64, string), as JSON; any other type is written as
+// null.
+func AppendParameter(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case bool:
+		return strconv.AppendBool(b, v)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case uint64:
+		return strconv.AppendUint(b, v, 10)
+	case float64:
+		return AppendDouble(b, v)
+	case string:
+		return AppendString(b, v)
+	}
+	return append(b, "null"...)
+}

@@ -71,3 +71,17 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendParameter(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{true, "true"}, {int64(-3), "-3"}, {uint64(1) << 63, "9223372036854775808"},
+		{2.0, "2.0"}, {0.25, "0.25"}, {"a\"b", `"a\"b"`}, {int32(1), "null"},
+	} {
+		if got := string(AppendParameter(nil, tc.v)); got != tc.want {
+			t.Errorf("AppendParameter(%#v) = %s, want %s", tc.v, got, tc.want)
+		}
+	}
+}
