@@ -209,24 +209,10 @@ func grpcParameters(req *triton.InferRequest, params map[string]any) (map[string
 		if err := checkParameter(k, v); err != nil {
 			return nil, err
 		}
-		var p inferencepb.InferParameter
-		switch v := v.(type) {
-		case bool:
-			p.ParameterChoice = &inferencepb.InferParameter_BoolParam{BoolParam: v}
-		case int64:
-			p.ParameterChoice = &inferencepb.InferParameter_Int64Param{Int64Param: v}
-		case uint64:
-			if v <= math.MaxInt64 {
-				p.ParameterChoice = &inferencepb.InferParameter_Int64Param{Int64Param: int64(v)}
-			} else {
-				p.ParameterChoice = &inferencepb.InferParameter_Uint64Param{Uint64Param: v}
-			}
-		case float64:
-			p.ParameterChoice = &inferencepb.InferParameter_DoubleParam{DoubleParam: v}
-		case string:
-			p.ParameterChoice = &inferencepb.InferParameter_StringParam{StringParam: v}
+		if u, ok := v.(uint64); ok && u <= math.MaxInt64 {
+			v = int64(u) // what Triton's server reads for a custom parameter
 		}
-		out[k] = &p
+		out[k] = inferencepb.ParameterOf(v) // checkParameter allows its kinds only
 	}
 	boolParam := func(b bool) *inferencepb.InferParameter {
 		return &inferencepb.InferParameter{ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: b}}
@@ -295,19 +281,8 @@ func grpcResponse(r *inferencepb.ModelInferResponse, regions map[string]Region) 
 			final = p.GetBoolParam()
 			continue
 		}
-		var v any
-		switch c := p.GetParameterChoice().(type) {
-		case *inferencepb.InferParameter_BoolParam:
-			v = c.BoolParam
-		case *inferencepb.InferParameter_Int64Param:
-			v = c.Int64Param
-		case *inferencepb.InferParameter_Uint64Param:
-			v = c.Uint64Param
-		case *inferencepb.InferParameter_DoubleParam:
-			v = c.DoubleParam
-		case *inferencepb.InferParameter_StringParam:
-			v = c.StringParam
-		default:
+		v, ok := p.Value()
+		if !ok {
 			continue
 		}
 		if resp.Parameters == nil {

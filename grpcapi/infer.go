@@ -738,22 +738,9 @@ type responseBuf struct {
 func responseParameters(p map[string]any) map[string]*inferencepb.InferParameter {
 	out := make(map[string]*inferencepb.InferParameter, len(p))
 	for k, v := range p {
-		var c inferencepb.InferParameter
-		switch v := v.(type) {
-		case bool:
-			c.ParameterChoice = &inferencepb.InferParameter_BoolParam{BoolParam: v}
-		case int64:
-			c.ParameterChoice = &inferencepb.InferParameter_Int64Param{Int64Param: v}
-		case uint64:
-			c.ParameterChoice = &inferencepb.InferParameter_Uint64Param{Uint64Param: v}
-		case float64:
-			c.ParameterChoice = &inferencepb.InferParameter_DoubleParam{DoubleParam: v}
-		case string:
-			c.ParameterChoice = &inferencepb.InferParameter_StringParam{StringParam: v}
-		default:
-			continue
+		if c := inferencepb.ParameterOf(v); c != nil {
+			out[k] = c
 		}
-		out[k] = &c
 	}
 	return out
 }
