@@ -54,6 +54,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckFraming$$' -fuzztime 30000x ./cgo/ortrun
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 30000x ./httpapi
 	$(GO) test -run '^$$' -fuzz '^FuzzModelInfer$$' -fuzztime 30000x ./grpcapi
+	$(GO) test -run '^$$' -fuzz '^FuzzFlatStrings$$' -fuzztime 30000x ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzResponseHeader$$' -fuzztime 30000x ./client
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30000x ./backend/python
 	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 5000x ./backend/python
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 5000x ./backend/python
@@ -69,10 +71,11 @@ bench: deps
 plots:
 	$(GO) run ./internal/benchplot -in docs/bench -out docs
 
-# hey (Debian's) and ghz (into .cache/bin), the load generators that
-# BenchmarkLoadGenerators in internal/compare runs beside its own harness.
+# hey and ghz (pinned, into .cache/bin), the load generators that
+# BenchmarkLoadGenerators in internal/compare runs beside its own harness
+# and BenchmarkAgreement in cmd/perf_analyzer beside perf_analyzer.
 loadgen-tools:
-	@command -v hey >/dev/null || { . scripts/lib.sh && apt_install hey; }
+	@command -v hey >/dev/null || { . scripts/lib.sh && go_install github.com/rakyll/hey v0.1.5; }
 	@command -v ghz >/dev/null || { . scripts/lib.sh && go_install github.com/bojand/ghz/cmd/ghz v0.93.0; }
 
 # Regenerates the Go code of our .proto files (modelconfig, grpcapi/inferencepb; installs protoc and the plugins if missing).

@@ -584,6 +584,55 @@ var cases = []struct {
 			wantInt32s(e, resp, "OUTPUT0", tensor.Shape{1, 3}, []int32{math.MinInt32, 0, math.MaxInt32})
 		}
 	}},
+	{"timing", 0, func(e *env) {
+		// The remote clients fill a Timing with parts of the call (each
+		// call starting afresh: the stale hour below goes); Local
+		// leaves it zero.
+		var tm client.Timing
+		ctx := client.WithTiming(e.ctx, &tm)
+		if client.ContextTiming(ctx) != &tm || client.ContextTiming(e.ctx) != nil {
+			e.Fatal("ContextTiming does not return the Timing of WithTiming")
+		}
+		remote := e.tg.kind != "local"
+		check := func(what string, call func()) {
+			e.Helper()
+			tm = client.Timing{}
+			if remote {
+				tm = client.Timing{Send: time.Hour, Recv: time.Hour}
+			}
+			start := time.Now()
+			call()
+			total := time.Since(start)
+			switch {
+			case !remote && tm != (client.Timing{}):
+				e.Errorf("%s: Local reported %+v, want nothing", what, tm)
+			case remote && (tm.Send <= 0 || tm.Recv <= 0 || tm.Send+tm.Recv > total):
+				e.Errorf("%s: %+v in a call of %v: want both positive and within the call", what, tm, total)
+			}
+		}
+		imgs := images(2)
+		check("Infer", func() {
+			resp, err := e.conn.Infer(ctx, pixelsRequest(e, "pixels", imgs))
+			if err != nil {
+				e.Fatal(err)
+			}
+			wantPixels(e, resp, imgs)
+		})
+		check("InferStream", func() {
+			for resp, err := range e.conn.InferStream(ctx, pixelsRequest(e, "pixels", imgs)) {
+				if err != nil {
+					e.Fatal(err)
+				}
+				wantPixels(e, resp, imgs)
+			}
+		})
+		tm = client.Timing{Send: time.Hour, Recv: time.Hour}
+		_, err := e.conn.Infer(ctx, &triton.InferRequest{Model: "no_such", Inputs: []tensor.Tensor{texts(e, "x")}})
+		wantError(e, err, triton.InvalidArgument, "unknown model")
+		if remote && (tm.Send <= 0 || tm.Send >= time.Hour || tm.Recv >= time.Hour) {
+			e.Errorf("failed call: %+v, want its Send and what it received", tm)
+		}
+	}},
 	{"closed", 0, func(e *env) {
 		conn := e.dial()
 		if err := conn.Close(); err != nil {

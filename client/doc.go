@@ -94,6 +94,18 @@
 // Triton. An InferStream iterator cancels its request when ctx ends or the
 // consumer stops iterating.
 //
+// # Client-side timings
+//
+// A context from [WithTiming] makes the HTTP and gRPC clients report how
+// much of each Infer and InferStream call was their own work, sending
+// and receiving, and so how much was the wait for the server: what
+// perf_analyzer reports as Client Send, Client Recv and response wait.
+// [Timing] says what each transport counts (HTTP: encoding and writing
+// the request, reading and decoding the response; gRPC: marshalling and
+// unmarshalling). Built once and reused, such a context costs a few clock
+// reads a call and no allocation; without it the clients measure nothing.
+// [Local] reports nothing: there is no wire.
+//
 // # Shared memory
 //
 // A tensor can live in a region of system shared memory registered with
@@ -112,8 +124,9 @@
 //
 // Clients are safe for concurrent use; share one per server. A request's
 // tensors are borrowed until the call returns (for InferStream, until the
-// iteration ends) and never modified: HTTP writes them to the connection
-// from their own memory, gRPC copies them once into its message. Response
+// iteration ends) and never modified: HTTP copies a request of up to 64
+// KiB into one buffer with its JSON header and streams a larger one from
+// the tensors' memory, gRPC copies them once into its message. Response
 // outputs belong to the caller; each is a buffer of its own (tensor.View
 // works on it), except with [Local], whose outputs are the server's.
 //

@@ -59,7 +59,10 @@ func NewGRPC(addr string, opts ...Option) (*GRPC, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	callOpts := []grpc.CallOption{grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)}
+	// The codec is grpc-go's protobuf codec, timing the messages of
+	// calls made with WithTiming (timing.go).
+	callOpts := []grpc.CallOption{grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32),
+		grpc.ForceCodecV2(newTimingCodec())}
 	if o.reqCompression == Gzip {
 		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
 	}

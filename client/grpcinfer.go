@@ -9,7 +9,9 @@ import (
 	"iter"
 	"math"
 	"strconv"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/triton-go/triton"
@@ -30,13 +32,23 @@ import (
 //
 // ctx's deadline is the call's gRPC deadline, which the server applies to
 // the request; when ctx ends the call is cancelled, and the server
-// cancels the request. Errors carry the server's code and message.
+// cancels the request. Errors carry the server's code and message. A ctx
+// from [WithTiming] gets the call's marshal and unmarshal times.
 func (g *GRPC) Infer(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
+	tm := timerOf(ctx)
+	var t0 int64
+	if tm != nil {
+		t0 = tm.begin()
+	}
 	if req == nil {
 		return nil, localError(triton.InvalidArgument, about{}, errors.New("nil request"))
 	}
 	a := aboutRequest(req)
 	msg, p, err := grpcRequest(req)
+	if tm != nil {
+		tm.send += now() - t0
+		tm.t.Send = time.Duration(tm.send)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -44,11 +56,30 @@ func (g *GRPC) Infer(ctx context.Context, req *triton.InferRequest) (*triton.Inf
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.svc.ModelInfer(cctx, msg)
+	var r *inferencepb.ModelInferResponse
+	if tm == nil {
+		r, err = g.svc.ModelInfer(cctx, msg)
+	} else {
+		// The generated stub's call, with the messages wrapped for
+		// the codec to time.
+		r = new(inferencepb.ModelInferResponse)
+		tm.req.msg, tm.resp.msg = msg, r
+		err = g.conn.Invoke(cctx, inferencepb.GRPCInferenceService_ModelInfer_FullMethodName, &tm.req, &tm.resp, grpc.StaticMethod())
+		tm.req.msg, tm.resp.msg = nil, nil
+		tm.t.Send, tm.t.Recv = time.Duration(tm.send), time.Duration(tm.recv)
+	}
 	if err != nil {
 		return nil, grpcError(ctx, a, err)
 	}
+	var c0 int64
+	if tm != nil {
+		c0 = now()
+	}
 	resp, _, err := grpcResponse(r, p.outputs)
+	if tm != nil {
+		tm.recv += now() - c0
+		tm.t.Recv = time.Duration(tm.recv)
+	}
 	if err != nil {
 		return nil, withAbout(a, err)
 	}
@@ -74,12 +105,21 @@ func (g *GRPC) Infer(ctx context.Context, req *triton.InferRequest) (*triton.Inf
 // its own) per request.
 func (g *GRPC) InferStream(ctx context.Context, req *triton.InferRequest) iter.Seq2[*triton.InferResponse, error] {
 	return func(yield func(*triton.InferResponse, error) bool) {
+		tm := timerOf(ctx)
+		var t0 int64
+		if tm != nil {
+			t0 = tm.begin()
+		}
 		if req == nil {
 			yield(nil, localError(triton.InvalidArgument, about{}, errors.New("nil request")))
 			return
 		}
 		a := aboutRequest(req)
 		msg, p, err := grpcRequest(req)
+		if tm != nil {
+			tm.send += now() - t0
+			tm.t.Send = time.Duration(tm.send)
+		}
 		if err != nil {
 			yield(nil, err)
 			return
@@ -98,13 +138,13 @@ func (g *GRPC) InferStream(ctx context.Context, req *triton.InferRequest) iter.S
 		}
 		// Send fails with io.EOF when the stream has ended; Recv then
 		// returns why.
-		if err := st.Send(msg); err != nil && !errors.Is(err, io.EOF) {
+		if err := streamSend(st, tm, msg); err != nil && !errors.Is(err, io.EOF) {
 			yield(nil, grpcError(ctx, a, err))
 			return
 		}
 		_ = st.CloseSend()
 		for {
-			r, err := st.Recv()
+			r, err := streamRecv(st, tm)
 			if errors.Is(err, io.EOF) {
 				return
 			}
@@ -118,7 +158,15 @@ func (g *GRPC) InferStream(ctx context.Context, req *triton.InferRequest) iter.S
 				}
 				continue
 			}
+			var c0 int64
+			if tm != nil {
+				c0 = now()
+			}
 			resp, final, err := grpcResponse(r.GetInferResponse(), p.outputs)
+			if tm != nil {
+				tm.recv += now() - c0
+				tm.t.Recv = time.Duration(tm.recv)
+			}
 			if err != nil {
 				yield(nil, withAbout(a, err))
 				return
@@ -132,6 +180,38 @@ func (g *GRPC) InferStream(ctx context.Context, req *triton.InferRequest) iter.S
 			}
 		}
 	}
+}
+
+// inferStream is a ModelStreamInfer stream.
+type inferStream = grpc.BidiStreamingClient[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]
+
+// streamSend sends msg on st, through the codec's timing when tm is set.
+func streamSend(st inferStream, tm *timer, msg *inferencepb.ModelInferRequest) error {
+	if tm == nil {
+		return st.Send(msg)
+	}
+	tm.req.msg = msg
+	err := st.SendMsg(&tm.req)
+	tm.req.msg = nil
+	tm.t.Send = time.Duration(tm.send)
+	return err
+}
+
+// streamRecv receives the next response on st, through the codec's
+// timing when tm is set.
+func streamRecv(st inferStream, tm *timer) (*inferencepb.ModelStreamInferResponse, error) {
+	if tm == nil {
+		return st.Recv()
+	}
+	r := new(inferencepb.ModelStreamInferResponse)
+	tm.resp.msg = r
+	err := st.RecvMsg(&tm.resp)
+	tm.resp.msg = nil
+	tm.t.Recv = time.Duration(tm.recv)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // grpcRequest builds the ModelInferRequest of req.

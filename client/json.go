@@ -111,8 +111,18 @@ func appendJSONData(b []byte, t tensor.Tensor) ([]byte, error) {
 }
 
 // decodeJSONData converts an output's JSON "data" (flat or nested) to
-// tensor bytes of dt.
+// tensor bytes of dt. raw is valid JSON (the response was).
 func decodeJSONData(dt tensor.DataType, raw json.RawMessage) ([]byte, error) {
+	if dt == tensor.Bytes {
+		if out, ok := flatStrings(raw); ok {
+			return out, nil
+		}
+	}
+	return decodeJSONTokens(dt, raw)
+}
+
+// decodeJSONTokens is decodeJSONData's general path: every token of raw.
+func decodeJSONTokens(dt tensor.DataType, raw json.RawMessage) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out []byte
@@ -180,6 +190,51 @@ func decodeJSONData(dt tensor.DataType, raw json.RawMessage) ([]byte, error) {
 		out = []byte{}
 	}
 	return out, nil
+}
+
+// flatStrings is decodeJSONData's fast path for BYTES: a flat array of
+// strings without escapes, each of valid UTF-8, whose elements are then
+// their bytes as they stand. Anything else (escapes, which encoding/json
+// decodes, invalid UTF-8, which it replaces, nesting, other values)
+// reports false, for the general path. The general path's json.Decoder
+// and a token per element cost 2.5 µs and 13 allocations for one short
+// string (text_reverse's answer); this, one allocation.
+func flatStrings(raw []byte) ([]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(raw))
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return out, skipSpace(raw, i+1) == len(raw)
+	}
+	for i < len(raw) && raw[i] == '"' {
+		end := bytes.IndexAny(raw[i+1:], "\\\"")
+		if end < 0 || raw[i+1+end] != '"' || !utf8.Valid(raw[i+1:i+1+end]) {
+			return nil, false
+		}
+		out = tensor.AppendElement(out, raw[i+1:i+1+end])
+		i = skipSpace(raw, i+end+2)
+		switch {
+		case i < len(raw) && raw[i] == ',':
+			i = skipSpace(raw, i+1)
+		case i < len(raw) && raw[i] == ']':
+			return out, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// skipSpace returns the index of the first byte of raw from i on that is
+// not JSON white space.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 func b2u8(b bool) byte {

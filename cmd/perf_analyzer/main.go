@@ -17,6 +17,15 @@
 // exit statuses and where the tool departs from perf_analyzer are
 // described in package internal/perf.
 //
+// --advise (ours) is a batching advisor: it reloads the model with
+// candidate max_batch_size, dynamic_batching and instance_group settings
+// (explicit model control: in-process, or a server started with
+// --model-control-mode=explicit), measures each, and prints the settings
+// with the highest throughput within --latency-budget as a config.pbtxt
+// snippet (package internal/advisor):
+//
+//	perf_analyzer -m silero -i inprocess --model-repository models --advise --latency-budget p99=50ms
+//
 // The first SIGINT stops the measurement and reports the steps measured
 // so far (exit status 0); a second one exits at once.
 package main
@@ -66,6 +75,22 @@ type serverConn struct {
 	client.Conn
 	srv *triton.Server
 }
+
+// Load, Unload and Index make the connection a client.Repository, as the
+// one it wraps is: --advise reloads the model with each setting it tries.
+func (c serverConn) Load(ctx context.Context, model string, opts *triton.LoadOptions) error {
+	return c.Conn.(client.Repository).Load(ctx, model, opts)
+}
+
+func (c serverConn) Unload(ctx context.Context, model string, opts *triton.UnloadOptions) error {
+	return c.Conn.(client.Repository).Unload(ctx, model, opts)
+}
+
+func (c serverConn) Index(ctx context.Context) ([]triton.ModelState, error) {
+	return c.Conn.(client.Repository).Index(ctx)
+}
+
+var _ client.Repository = serverConn{}
 
 func (c serverConn) Close() error {
 	err := c.Conn.Close()

@@ -99,6 +99,9 @@ func TestInProcess(t *testing.T) {
 		if ips, err := strconv.ParseFloat(r[1], 64); err != nil || ips <= 0 {
 			t.Errorf("row %v: throughput %q", r, r[1])
 		}
+		if r[2] != "0" || r[8] != "0" {
+			t.Errorf("row %v: Client Send %s, Client Recv %s in-process, want 0", r, r[2], r[8])
+		}
 	}
 	if !strings.Contains(stdout.String(), "  Service Kind: TRITON_C_API\n") || !strings.Contains(stdout.String(), "Concurrency: 2, throughput: ") {
 		t.Errorf("stdout:\n%s", stdout.String())
@@ -268,6 +271,11 @@ func TestRemote(t *testing.T) {
 			}
 			if ips, _ := strconv.ParseFloat(rows[1][1], 64); ips <= 0 {
 				t.Errorf("throughput %q", rows[1][1])
+			}
+			// HTTP's send and receive take microseconds (gRPC's
+			// marshalling of 64 bytes may round down to 0 µs).
+			if tt.name == "http" && (rows[1][2] == "0" || rows[1][8] == "0") {
+				t.Errorf("Client Send %s, Client Recv %s over HTTP, want both > 0 µs", rows[1][2], rows[1][8])
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // loadgenBin finds a load generator: on PATH, or in .cache/bin where `make
-// loadgen-tools` installs ghz.
+// loadgen-tools` installs hey and ghz.
 func loadgenBin(tb testing.TB, name string) string {
 	tb.Helper()
 	if p, err := exec.LookPath(name); err == nil {
@@ -32,7 +32,7 @@ func loadgenBin(tb testing.TB, name string) string {
 			return p
 		}
 	}
-	tb.Fatalf("%s is not installed: run `make loadgen-tools` (hey from Debian, ghz with go install)", name)
+	tb.Fatalf("%s is not installed: run `make loadgen-tools` (hey and ghz with go install)", name)
 	return ""
 }
 

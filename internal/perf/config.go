@@ -3,6 +3,8 @@ package perf
 import (
 	"strings"
 	"time"
+
+	"github.com/triton-go/triton/internal/advisor"
 )
 
 // Protocol is how the tool reaches the server (-i).
@@ -176,9 +178,18 @@ type Config struct {
 	// RequestParameters are --request-parameter values.
 	RequestParameters map[string]any
 
+	// Advise runs the batching advisor instead of a measurement
+	// (--advise, ours; advise.go), with LatencyBudget (--latency-budget;
+	// the zero value: none).
+	Advise        bool
+	LatencyBudget advisor.Budget
+
 	CSVFile    string // -f
 	VerboseCSV bool
-	Verbose    bool // -v
+	// ReportDir is --report (ours): the folder of the figures and the
+	// HTML page (package perfreport); "" writes none.
+	ReportDir string
+	Verbose   bool // -v
 	// ExtraVerbose is -v -v.
 	ExtraVerbose bool
 

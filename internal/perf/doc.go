@@ -80,9 +80,16 @@
 //     call to the server and outside waiting for a scheduled send, and PA's
 //     warning above 50%.
 //   - Client Send and Client Recv (and the send/recv split of the HTTP and
-//     gRPC lines) are 0: [client.Conn] reports no per-call marshalling
-//     times, and in-process there is none. The in-process line is blank, as
-//     PA's C API mode prints it.
+//     gRPC lines, and the response wait, the rest of the call) are the
+//     client's own [client.Timing] of each call: over HTTP, encoding and
+//     writing the request, then reading and decoding the response; over
+//     gRPC, building and protobuf-encoding the request, then decoding and
+//     converting the response. PA's clients count less: their HTTP send
+//     starts after the JSON header is built and their receive ends before
+//     it is parsed, and their gRPC "marshal" and "unmarshal" only fill and
+//     wrap message objects, protobuf's encoding and decoding falling in the
+//     response wait. In-process both are 0 and the library line is blank,
+//     as PA's C API mode prints it.
 //   - Input data: a --shape for an input the model lacks, or against a fixed
 //     dimension, is an error (PA ignores it); JSON numbers without a fraction
 //     are accepted for FP32/FP64, FP16 and BF16 values are accepted, and
@@ -114,6 +121,33 @@
 // rest. A window's samples (24 bytes each, millions at these rates) make
 // the process's live heap large, so the in-process server's garbage is
 // collected less often than in a server of its own.
+//
+// # Figures
+//
+// --report DIR (ours) hands the stable steps, with the CSV's figures, to
+// package perfreport (reportdir.go), which writes throughput, latency
+// (p50, average, p99) and the time split of each step as PNG and SVG,
+// and report.html, one self-contained page with the settings, the table
+// and the figures. Runs of the same model with other -b values into the
+// same DIR add to its report, which then also draws latency against
+// batch size.
+//
+// # Advice
+//
+// --advise (ours; advise.go) runs the batching advisor of package
+// internal/advisor instead of a measurement: it reloads the model (or, for
+// an ensemble or a BLS model, the composing model with the largest share
+// of the compute) with each candidate setting of max_batch_size,
+// dynamic_batching and instance_group through the model repository
+// extension, without a restart, measures each as a step is measured, and
+// prints the settings with the highest throughput within
+// --latency-budget (p99=50ms, p95=20ms, avg=10ms; none: throughput
+// first) as a config.pbtxt snippet, with the table of what was measured.
+// -p, -s and -r left at perf_analyzer's defaults become 1 s, 15% and 5, so
+// that an advice ends in minutes; --concurrency-range's end bounds the
+// load (256 otherwise). It needs explicit model control: -i inprocess, or
+// a remote server started with --model-control-mode=explicit. The model is
+// reloaded with its own configuration at the end.
 //
 // # Progress
 //

@@ -120,6 +120,10 @@ func (f *fakeServer) Infer(ctx context.Context, req *triton.InferRequest) (*trit
 		batch = uint64(req.Inputs[0].Shape[0])
 	}
 	f.count(req.Model, batch, queued, d*8/10)
+	if tm := client.ContextTiming(ctx); tm != nil {
+		// What a remote client would report of its own work.
+		tm.Send, tm.Recv = 20*time.Microsecond, 30*time.Microsecond
+	}
 	resp := &triton.InferResponse{Model: req.Model, Version: 1}
 	for i, in := range req.Inputs {
 		if i < len(cfg.GetOutput()) {

@@ -372,6 +372,9 @@ func options() []option {
 		{optDef{"ssl-https-private-key-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.keyFile })},
 		{optDef{"ssl-https-private-key-type", 0, requiredArg}, tlsType(func(c *Config) *string { return &c.remote.keyType })},
 		{optDef{"verbose-csv", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.VerboseCSV = true; return nil }},
+		{optDef{"report", 0, requiredArg}, func(c *Config, v string, _ optEvent) error { c.ReportDir = v; return nil }},
+		{optDef{"advise", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.Advise = true; return nil }},
+		{optDef{"latency-budget", 0, requiredArg}, setLatencyBudget},
 		{optDef{"enable-mpi", 0, noArg}, ignored("multi-model MPI runs are not supported; run one perf_analyzer per model")},
 		{optDef{"trace-level", 0, requiredArg}, ignored(noTrace)},
 		{optDef{"trace-rate", 0, requiredArg}, ignored(noTrace)},
@@ -972,7 +975,7 @@ func (c *Config) verify() error {
 	if c.Protocol == InProcess && (len(c.remote.headers) > 0 || c.remote.jsonTensors || c.remote.https || c.remote.grpcSSL) {
 		c.warn("-H, TLS and tensor-format options", "the server runs in-process (-i inprocess)")
 	}
-	return nil
+	return c.verifyAdvice()
 }
 
 // printUsage writes the synopsis, as perf_analyzer's Usage does before its
@@ -1037,6 +1040,9 @@ III. SERVER DETAILS:
 IV. OTHER OPTIONS: 
 	-f <filename for storing report in csv format>
 	--verbose-csv
+	--report <folder for figures (PNG, SVG) and an HTML report>
+	--advise (batching advice instead of a measurement)
+	--latency-budget <p99=50ms|p95=20ms|avg=10ms> (with --advise)
 	--streaming
 
 	-H <HTTP header>

@@ -69,9 +69,11 @@ type recorder struct {
 	// mu protects the following.
 	samples []sample
 	// completed, reqNS: requests answered and their time in the client
-	// call (perf_analyzer's client library stats).
-	completed uint64
-	reqNS     int64
+	// call (perf_analyzer's client library stats); sendNS, recvNS: the
+	// client's send and receive time in those calls (client.Timing).
+	completed      uint64
+	reqNS          int64
+	sendNS, recvNS int64
 	// idleNS is time spent waiting (in the call, for a slot, for the
 	// next scheduled send); sent counts sends.
 	idleNS int64
@@ -93,6 +95,7 @@ type loader struct {
 	reqs      *requestSet
 	clk       clock
 	streaming bool
+	timing    bool       // ask the client for send and receive times (remote protocols)
 	seqs      *sequencer // nil unless the model is a sequence model
 	shm       *shmState  // --shared-memory=system; nil otherwise
 	template  triton.InferRequest
@@ -127,6 +130,7 @@ func newLoader(conn client.Inferer, m *modelInfo, reqs *requestSet, cfg *Config,
 	l := &loader{
 		conn: conn, model: m, reqs: reqs, clk: clk, seqs: seqs,
 		streaming: cfg.Streaming || m.decoupled,
+		timing:    cfg.Protocol != InProcess,
 		ctx:       ctx, cancel: cancel,
 		failed:     make(chan struct{}),
 		maxSenders: defaultMaxSenders,
@@ -165,8 +169,12 @@ type worker struct {
 	rec  recorder
 	stop atomic.Bool
 	req  triton.InferRequest
-	next int      // position in the request cycle
-	seq  seqState // the sequence it is in, for sequence models
+	// ctx is the loader's, with timing when the loader asks for it:
+	// the client reports each call's send and receive times there.
+	ctx    context.Context
+	timing client.Timing
+	next   int      // position in the request cycle
+	seq    seqState // the sequence it is in, for sequence models
 	// outMem is the worker's output region (--shared-memory=system),
 	// set up by its first send.
 	outMem   []byte
@@ -186,7 +194,7 @@ func (l *loader) setConcurrency(n int) {
 		l.active = l.active[:len(l.active)-1]
 	}
 	for i := len(l.active); i < n; i++ {
-		w := &worker{l: l, req: l.template}
+		w := l.newWorker()
 		if c := len(l.reqs.cycle); c > 0 {
 			w.next = i % c
 		}
@@ -195,6 +203,15 @@ func (l *loader) setConcurrency(n int) {
 		l.active = append(l.active, w)
 		l.wg.Go(w.closedLoop)
 	}
+}
+
+// newWorker returns a worker with the loader's request and context.
+func (l *loader) newWorker() *worker {
+	w := &worker{l: l, req: l.template, ctx: l.ctx}
+	if l.timing {
+		w.ctx = client.WithTiming(l.ctx, &w.timing)
+	}
+	return w
 }
 
 // closedLoop sends the next request as soon as the last one is answered.
@@ -237,7 +254,7 @@ func (w *worker) sendNext(intended int64) bool {
 		end, responses, err = w.stream(p)
 	} else {
 		var resp *triton.InferResponse
-		resp, err = l.conn.Infer(l.ctx, &w.req)
+		resp, err = l.conn.Infer(w.ctx, &w.req)
 		end = l.clk.now()
 		responses = 1
 		if err == nil && p.expected != nil {
@@ -265,6 +282,8 @@ func (w *worker) sendNext(intended int64) bool {
 	w.rec.completed++
 	w.rec.sent++
 	w.rec.reqNS += end - t0
+	w.rec.sendNS += int64(w.timing.Send)
+	w.rec.recvNS += int64(w.timing.Recv)
 	w.rec.idleNS += end - t0
 	w.rec.mu.Unlock()
 	return true
@@ -275,7 +294,7 @@ func (w *worker) sendNext(intended int64) bool {
 // (a final response without outputs does not count).
 func (w *worker) stream(p *prepared) (end int64, n uint32, err error) {
 	l := w.l
-	for resp, err := range l.conn.InferStream(l.ctx, &w.req) {
+	for resp, err := range l.conn.InferStream(w.ctx, &w.req) {
 		t := l.clk.now()
 		if err != nil {
 			return 0, 0, err
@@ -364,10 +383,11 @@ func (w *worker) endSequence() {
 type collected struct {
 	// parts are the recorders' sample slices, taken whole (the
 	// recorders get recycled ones; see loader.recycle).
-	parts     [][]sample
-	completed uint64
-	reqNS     int64
-	sent      uint64
+	parts          [][]sample
+	completed      uint64
+	reqNS          int64
+	sendNS, recvNS int64
+	sent           uint64
 	// idle is each busy recorder's idle ns (perf_analyzer averages idle
 	// time over the threads that have some).
 	idle []int64
@@ -392,11 +412,14 @@ func (l *loader) collect() collected {
 		}
 		c.completed += r.completed
 		c.reqNS += r.reqNS
+		c.sendNS += r.sendNS
+		c.recvNS += r.recvNS
 		c.sent += r.sent
 		if r.idleNS > 0 {
 			c.idle = append(c.idle, r.idleNS)
 		}
 		r.completed, r.reqNS, r.sent, r.idleNS = 0, 0, 0, 0
+		r.sendNS, r.recvNS = 0, 0
 		r.mu.Unlock()
 		if fresh != nil {
 			l.recycle(fresh)
@@ -631,7 +654,8 @@ func (l *loader) startRate(gaps gapSource, sequences int) {
 	if l.pool == nil {
 		l.pool = &senderPool{work: make(chan int64)}
 		for range sequences {
-			w := &worker{l: l, req: l.template, slots: make(chan int64, 1024)}
+			w := l.newWorker()
+			w.slots = make(chan int64, 1024)
 			w.rec.samples = make([]sample, 0, 1024)
 			l.workers = append(l.workers, w)
 			l.pool.seqs = append(l.pool.seqs, w)
@@ -780,7 +804,7 @@ func (l *loader) release(d *dispatcher, t int64) bool {
 	l.mu.Lock()
 	if p.size < l.maxSenders && !p.closed {
 		p.size++
-		w := &worker{l: l, req: l.template}
+		w := l.newWorker()
 		if c := len(l.reqs.cycle); c > 0 {
 			w.next = p.size % c
 		}

@@ -33,8 +33,8 @@ type clientStats struct {
 	latencies                                                []uint64          // sorted, ns
 	inferPerSec, sequencePerSec, responsesPerSec             float64
 	// The client library's view: requests it completed and their
-	// average time in the call, send and receive (send and receive
-	// are 0 where the client does not report them).
+	// average time in the call, send and receive (client.Timing; 0
+	// in-process, where there is no wire).
 	completedCount                     uint64
 	avgRequestNS, avgSendNS, avgRecvNS uint64
 }
@@ -72,11 +72,12 @@ type windowInput struct {
 	percentile int // -1: none extra
 	onSequence bool
 	// The recorders' counters for the window.
-	completed uint64
-	reqNS     int64
-	sent      uint64
-	idle      []int64
-	libStats  bool // perf_analyzer's include_lib_stats
+	completed      uint64
+	reqNS          int64
+	sendNS, recvNS int64 // the client's send and receive time in those calls
+	sent           uint64
+	idle           []int64
+	libStats       bool // perf_analyzer's include_lib_stats
 	// singleWarning is called when a window has one request (its
 	// standard deviation is infinite).
 	singleWarning func()
@@ -114,6 +115,8 @@ func summarizeWindow(in windowInput) status {
 		s.client.completedCount = in.completed
 		if in.completed != 0 {
 			s.client.avgRequestNS = uint64(in.reqNS) / in.completed
+			s.client.avgSendNS = uint64(in.sendNS) / in.completed
+			s.client.avgRecvNS = uint64(in.recvNS) / in.completed
 		}
 	}
 	s.overheadPct = overheadPct(in.durationNS, in.idle)

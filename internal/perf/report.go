@@ -402,7 +402,12 @@ func csvRows(steps []status, o reportOptions, warn func(string)) []string {
 			compute := avg(sv.computeInputNS+sv.computeInferNS+sv.computeOutputNS, sv.computeInputCount)
 			hit := avg(sv.cacheHitNS, sv.cacheHitCount)
 			miss := avg(sv.cacheMissNS, sv.cacheMissCount)
-			wait := cs.avgLatencyNS - cs.avgSendNS - cs.avgRecvNS
+			// (Saturating: the latency's average is over the window's
+			// samples, send and receive over its completed calls.)
+			var wait uint64
+			if sr := cs.avgSendNS + cs.avgRecvNS; cs.avgLatencyNS > sr {
+				wait = cs.avgLatencyNS - sr
+			}
 			accounted := queue + compute + hit + miss
 			var network uint64
 			if wait > accounted {

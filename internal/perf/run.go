@@ -63,6 +63,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, dial Dia
 	for _, w := range cfg.warnings {
 		fmt.Fprintln(stderr, w)
 	}
+	if cfg.Advise {
+		return advise(ctx, &cfg, stdout, stderr, dial)
+	}
 	r := &runner{cfg: &cfg, stdout: stdout, stderr: stderr, interrupted: ctx.Done()}
 	return r.run(dial)
 }
@@ -670,6 +673,7 @@ func (r *runner) measureWindow() (status, error) {
 	s := summarizeWindow(windowInput{
 		samples: in, durationNS: end - start, batch: cfg.BatchSize, percentile: cfg.Percentile,
 		onSequence: r.model.sequence, completed: c.completed, reqNS: c.reqNS, sent: c.sent, idle: c.idle,
+		sendNS: c.sendNS, recvNS: c.recvNS,
 		libStats: r.opts.libStats,
 		singleWarning: func() {
 			r.warn("WARNING: Pass contained only one request, so sample latency standard deviation will be infinity (UINT64_MAX).")
@@ -724,7 +728,7 @@ func (r *runner) waitWindow(start int64) error {
 	}
 }
 
-// writeReport is WriteReport: the summary and the CSV.
+// writeReport is WriteReport: the summary and the CSV (and ours, --report).
 func (r *runner) writeReport() error {
 	r.progress.stop()
 	if len(r.steps) == 0 {
@@ -734,5 +738,5 @@ func (r *runner) writeReport() error {
 	if err := writeCSV(r.cfg.CSVFile, r.steps, r.opts, r.warn); err != nil {
 		return generic("error: failed to create report writer: %s", err)
 	}
-	return nil
+	return r.writeReportDir()
 }
