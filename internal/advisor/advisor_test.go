@@ -167,9 +167,14 @@ func TestKnee(t *testing.T) {
 			want:  2, gains: []float64{1.5, 0.3 / 0.5384615385},
 		},
 		{
-			name:  "a later good step does not move the knee",
+			name:  "a poor first step, then batching pays: the knee is the last good step",
 			curve: curve(b, []float64{1000, 1100, 3000, 6000, 12000}, []float64{1, 2, 2, 2, 2}),
-			want:  1, gains: []float64{0.1, math.Inf(1), math.Inf(1), math.Inf(1)},
+			want:  16, gains: []float64{0.1, math.Inf(1), math.Inf(1), math.Inf(1)},
+		},
+		{
+			name:  "noise between good steps",
+			curve: curve(b, []float64{1000, 1140, 1540, 2420, 2590}, []float64{1, 1.87, 3.12, 1.56, 3.07}),
+			want:  8, gains: []float64{0.14 / 0.87, (1540.0/1140 - 1) / (3.12/1.87 - 1), math.Inf(1), (2590.0/2420 - 1) / (3.07/1.56 - 1)},
 		},
 		{
 			name:  "throughput falls",

@@ -31,6 +31,15 @@ func (c Candidate) Equal(o Candidate) bool {
 	return !c.Dynamic || (c.Delay == o.Delay && slices.Equal(c.Preferred, o.Preferred))
 }
 
+// waits is the longest a request may wait for its batch: the delay with
+// dynamic batching, 0 without.
+func (c Candidate) waits() time.Duration {
+	if !c.Dynamic {
+		return 0
+	}
+	return c.Delay
+}
+
 // preferredString is the preferred sizes as a table cell: "16", "8,16",
 // "-" for none.
 func (c Candidate) preferredString() string {

@@ -26,11 +26,11 @@ type KneeStep struct {
 }
 
 // Knee returns the knee of a curve (ascending batch sizes, the first
-// point being batch 1) and its steps: the largest batch size up to which
-// every step raised throughput by a larger fraction than it raised
-// latency (Gain ≥ 1). Past the knee, latency per request grows faster
-// than throughput. A curve whose first step already fails has its knee
-// at its first point.
+// point being batch 1) and its steps: the largest batch size whose step
+// raised throughput by a larger fraction than it raised latency (Gain ≥
+// 1). Past the knee, every step raised latency per request by a larger
+// fraction than throughput. A curve without such a step has its knee at
+// its first point.
 //
 // When concurrency doubles with the batch, Little's law (concurrency =
 // throughput × latency) makes Gain ≥ 1 the same as throughput growing by
@@ -41,7 +41,6 @@ func Knee(curve []CurvePoint) (int, []KneeStep) {
 	}
 	knee := curve[0].Batch
 	steps := make([]KneeStep, 0, len(curve)-1)
-	past := false
 	for i := 1; i < len(curve); i++ {
 		a, b := curve[i-1], curve[i]
 		s := KneeStep{Batch: b.Batch}
@@ -60,10 +59,8 @@ func Knee(curve []CurvePoint) (int, []KneeStep) {
 			s.Gain = s.ThroughputUp / s.LatencyUp
 		}
 		steps = append(steps, s)
-		if !past && s.Gain >= 1 {
+		if s.Gain >= 1 {
 			knee = b.Batch
-		} else {
-			past = true
 		}
 	}
 	return knee, steps

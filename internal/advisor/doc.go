@@ -48,7 +48,7 @@
 //     instance waits after each batch for its clients to send again, and
 //     Model Analyzer's quick search loads 2 × max_batch_size × instances
 //     for the same reason). It stops at the first batch over the budget,
-//     or once two steps in a row are past the knee.
+//     or once two steps in a row added under 5% throughput.
 //   - C, refinement (only when batching pays): around the best batch
 //     within the budget, the profile's other delays, an instance less and
 //     more, no preferred size (the delay alone), and max_batch_size twice
@@ -67,8 +67,12 @@
 //
 // The advice is the confirmed candidate with the highest median
 // throughput within the budget; candidates within 5% of it (the noise of
-// a measurement here) count as equal, and among those the lowest latency
-// wins (and, when batching does not pay, no dynamic batching first).
+// a measurement here) count as equal, and among those the shortest queue
+// delay wins (it is what a request waits when the load is too light to
+// fill a batch), then the lowest latency. When batching does not pay,
+// only candidates without dynamic batching are confirmed: a batch then
+// computes no faster than its rows, and what a batched candidate seems to
+// gain comes from the load it was measured at or from drift.
 // When nothing meets the budget, the report says so and shows the
 // settings with the lowest latency.
 //
@@ -77,8 +81,10 @@
 // Along the curve (batch 1 without dynamic batching, then the profile's
 // sizes), each step has a gain: the fraction by which throughput grew
 // over the fraction by which latency (the budget's statistic) grew. The
-// knee is the largest batch size up to which every step had a gain of at
-// least 1: past it, latency a request grows faster than throughput. As
+// knee is the largest batch size whose step had a gain of at least 1:
+// past it, every step grew latency a request faster than throughput. (The
+// last such step, not the first that fails: a measurement's noise makes
+// single steps fail where the curve has not bent.) As
 // concurrency doubles with the batch, Little's law makes that the same as
 // throughput growing at least √2 per doubling. We preferred this rule to
 // the Kneedle method (the point farthest from the chord of the normalised

@@ -77,7 +77,7 @@ func (a *Advice) Report(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, " to %d %+.0f%% and %+.0f%%", s.Batch, s.ThroughputUp*100, s.LatencyUp*100)
 		}
-		b.WriteString(" (the knee is the last batch before latency grows by a larger fraction than throughput).\n")
+		b.WriteString(" (the knee is the last batch whose step raised throughput by a larger fraction than latency).\n")
 	}
 	switch {
 	case a.FitOK:

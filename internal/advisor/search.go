@@ -281,9 +281,25 @@ func (s *search) measureAgain(stage string, c Candidate, conc int) (*Point, erro
 // latency is the budget's statistic of p (the average without a budget).
 func (s *search) latency(p *Point) time.Duration { return s.req.Budget.Of(&p.Measurement) }
 
+// better orders two candidates whose throughputs are within noise of
+// each other: the shorter queue delay first (no dynamic batching counts
+// as none), as the delay is what a request waits when the load is too
+// light to fill a batch, then the lower latency, then the higher
+// throughput.
+func better(c Candidate, lat time.Duration, ips float64, o Candidate, olat time.Duration, oips float64) bool {
+	d, od := c.waits(), o.waits()
+	switch {
+	case d != od:
+		return d < od
+	case lat != olat:
+		return lat < olat
+	}
+	return ips > oips
+}
+
 // best returns the point of pts to build on: among those within the
 // budget, the ones within noise of the highest throughput, and of those
-// the lowest latency. It returns nil when none is within the budget.
+// the best by [better]. It returns nil when none is within the budget.
 func (s *search) best(pts []*Point) *Point {
 	var top float64
 	for _, p := range pts {
@@ -297,9 +313,7 @@ func (s *search) best(pts []*Point) *Point {
 			continue
 		}
 		switch {
-		case b == nil,
-			s.latency(p) < s.latency(b),
-			s.latency(p) == s.latency(b) && p.Throughput > b.Throughput:
+		case b == nil, better(p.Candidate, s.latency(p), p.Throughput, b.Candidate, s.latency(b), b.Throughput):
 			b = p
 		}
 	}
@@ -359,7 +373,7 @@ func (s *search) run() error {
 	}
 
 	// Stage B: the curve, batch b at 2b requests an instance, up to the
-	// first batch over the budget.
+	// first batch over the budget or two steps that added under 5%.
 	first, err := s.measure(StageInstances, Candidate{Instances: inst, MaxBatch: orig.MaxBatch}, perInstance*inst)
 	if err != nil {
 		return err
@@ -378,7 +392,7 @@ func (s *search) run() error {
 		}
 		curvePts = append(curvePts, p)
 		s.a.Curve = append(s.a.Curve, CurvePoint{Batch: b, Throughput: p.Throughput, Latency: s.latency(p)})
-		if !p.Within || perInstance*b*inst >= req.MaxConcurrency || s.bent() {
+		if !p.Within || perInstance*b*inst >= req.MaxConcurrency || s.saturated() {
 			break
 		}
 	}
@@ -435,13 +449,14 @@ func (s *search) run() error {
 	return nil
 }
 
-// bent reports whether the curve's last two steps both grew latency by
-// a larger fraction than throughput: past the knee for two doublings,
-// larger batches would only add latency.
-func (s *search) bent() bool {
+// saturated reports whether the curve's last two steps both added less
+// throughput than the noise: larger batches would only add latency. (The
+// knee comes earlier: past it, throughput still grows, only more slowly
+// than latency, and the budget may allow it.)
+func (s *search) saturated() bool {
 	_, steps := Knee(s.a.Curve)
 	n := len(steps)
-	return n >= 2 && steps[n-1].Gain < 1 && steps[n-2].Gain < 1
+	return n >= 2 && steps[n-1].ThroughputUp < noise && steps[n-2].ThroughputUp < noise
 }
 
 // top returns the n best candidates within the budget, each at the
@@ -507,16 +522,15 @@ func (s *search) confirm() error {
 }
 
 // choose picks the advice among the confirmed candidates: the highest
-// median throughput within the budget, and within noise of it (when
-// batching does not pay, without dynamic batching first) the lowest
-// median latency. With no candidate within the budget it shows the point
-// with the lowest latency.
+// median throughput within the budget, and within noise of it the best
+// by [better] (the shortest queue delay, then the lowest median latency).
+// With no candidate within the budget it shows the point with the lowest
+// latency.
 func (s *search) choose() {
 	a := s.a
 	if a.Finals == nil {
 		a.Finals = s.top(confirmTop) // the search ended before stage D
 	}
-	unbatched := a.FitOK && !a.Fit.Pays()
 	var top float64
 	for _, f := range a.Finals {
 		f.summarize(a.Budget)
@@ -528,15 +542,7 @@ func (s *search) choose() {
 		if !f.Within || f.Throughput < (1-noise)*top {
 			continue
 		}
-		c := a.Chosen
-		switch {
-		case c == nil:
-			a.Chosen = f
-		case unbatched && f.Candidate.Dynamic != c.Candidate.Dynamic:
-			if !f.Candidate.Dynamic {
-				a.Chosen = f
-			}
-		case f.Latency < c.Latency, f.Latency == c.Latency && f.Throughput > c.Throughput:
+		if c := a.Chosen; c == nil || better(f.Candidate, f.Latency, f.Throughput, c.Candidate, c.Latency, c.Throughput) {
 			a.Chosen = f
 		}
 	}
@@ -634,10 +640,9 @@ func (s *search) finish() {
 		a.Reason = fmt.Sprintf("the highest throughput %s", within)
 	} else {
 		why := "the lowest " + stat
-		if a.FitOK && !a.Fit.Pays() && !f.Candidate.Dynamic && top.Candidate.Dynamic {
-			why = "no dynamic batching, which does not pay here"
+		if f.Candidate.waits() < top.Candidate.waits() {
+			why = "a shorter queue delay (what a request waits when the load is too light to fill a batch)"
 		}
-
 		a.Reason = fmt.Sprintf("within %.0f%% (the measurements' noise) of the highest throughput %s, %.1f infer/s (#%d), with %s",
 			noise*100, within, top.Throughput, top.Points[0].N, why)
 	}
