@@ -37,7 +37,7 @@
 // instance counts × 5 concurrencies, 200 points or more) would take a
 // quarter of an hour at 4–6 s a point; Model Analyzer's brute search takes
 // hours for the same reason. The advisor walks it in stages, as Model
-// Analyzer's quick search does, in 20–30 measurements:
+// Analyzer's quick search does, in 14–25 measurements:
 //
 //   - A, instances: 1, 2, … instances without dynamic batching, at one and
 //     two requests an instance, until an instance more adds under 5%. The
@@ -114,8 +114,9 @@
 //
 // At perf_analyzer's settings for --advise (1 s windows, stability 15%,
 // at most 5 windows a measurement), a measurement takes 4–6 s, and an
-// advice 20–30 of them plus a reload each: 2–3 minutes on the 2-core
-// development VM (docs/performance.md has the figures).
+// advice 14–25 of them plus a reload each: 1–2 minutes on the 2-core
+// development VM (51 s for PP-OCR's recogniser, 1 min 49 s for Silero
+// VAD; docs/performance.md has the figures).
 //
 // # Concurrency
 //

@@ -88,7 +88,7 @@ func TestAdviseInProcess(t *testing.T) {
 	if st != ExitSuccess {
 		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", st, out, errs)
 	}
-	for _, want := range []string{`Batching advice for "m"`, "Profile: online", "Measured (", "Chosen: ", "# m: ", "instance_group [ { count: ", " reloads, "} {
+	for _, want := range []string{`Batching advice for "m"`, "Profile: ", "Measured (", "Chosen: ", "# m: ", "instance_group [ { count: ", " reloads, "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the advice:\n%s", want, out)
 		}
