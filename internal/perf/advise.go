@@ -111,27 +111,8 @@ func advise(ctx context.Context, cfg *Config, stdout, stderr io.Writer, dial Dia
 			}
 		}
 	}
-	// The same teardown as run.
-	if r.load != nil {
-		r.load.close(5 * time.Second)
-	}
-	r.shm.close(context.Background())
-	r.progress.stop()
-	if r.conn != nil {
-		r.conn.Close()
-	}
-	if err == nil {
-		return ExitSuccess
-	}
-	var f *fatal
-	if errors.As(err, &f) {
-		if f.msg != "" {
-			fmt.Fprintln(stderr, f.msg)
-		}
-		return f.status
-	}
-	fmt.Fprintln(stderr, "error: "+oneLine(err.Error()))
-	return ExitGeneric
+	r.stderr = stderr
+	return r.finish(err)
 }
 
 // advise measures the model as loaded, chooses the model to tune, runs the

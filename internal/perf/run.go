@@ -138,6 +138,12 @@ func (r *runner) run(dial Dialer) int {
 			err = r.writeReport()
 		}
 	}
+	return r.finish(err)
+}
+
+// finish tears the run down (load, shared memory, progress line,
+// connection) and turns err into an exit status, its message on stderr.
+func (r *runner) finish(err error) int {
 	if r.load != nil {
 		r.load.close(5 * time.Second)
 	}
