@@ -74,9 +74,9 @@ func (c Candidate) String() string {
 	return s + fmt.Sprintf(", dynamic batching (preferred %s, delay %s)", c.preferredString(), formatDuration(c.Delay))
 }
 
-// short is a table cell: "2×, batch 16, pref 16, 1ms" or "2×, no
-// dynamic batching".
-func (c Candidate) short() string {
+// Label is c as a table cell or a legend entry: "2×, max_batch 16,
+// preferred 16, delay 1ms" or "2×, max_batch 8, no dynamic batching".
+func (c Candidate) Label() string {
 	if !c.Dynamic {
 		return fmt.Sprintf("%d×, max_batch %d, no dynamic batching", c.Instances, c.MaxBatch)
 	}

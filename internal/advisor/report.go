@@ -103,7 +103,7 @@ func (a *Advice) Report(w io.Writer) error {
 			if f.Within {
 				within = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%s\t%s\t\n", f.Candidate.short(), f.Concurrency, pointList(f.Points), f.Throughput, formatMS(f.Latency), within)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%s\t%s\t\n", f.Candidate.Label(), f.Concurrency, pointList(f.Points), f.Throughput, formatMS(f.Latency), within)
 		}
 		tw.Flush()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/client"
 	"github.com/triton-go/triton/internal/advisor"
+	"github.com/triton-go/triton/internal/perfreport"
 	"github.com/triton-go/triton/modelconfig"
 )
 
@@ -74,9 +75,6 @@ func (c *Config) verifyAdvice() error {
 	if c.BatchSize > 1 {
 		return usagef("--advise sends requests of one row and lets the server form the batches; -b must be 1.")
 	}
-	if c.CSVFile != "" {
-		c.warn("-f", "--advise prints its table of candidates instead of perf_analyzer's CSV")
-	}
 	if c.Interval == 5000*time.Millisecond {
 		c.Interval = adviceInterval
 	}
@@ -108,6 +106,8 @@ func advise(ctx context.Context, cfg *Config, stdout, stderr io.Writer, dial Dia
 			}
 			if werr := a.Report(stdout); werr != nil {
 				err = werr
+			} else {
+				err = r.writeAdviceFiles(a)
 			}
 		}
 	}
@@ -170,6 +170,10 @@ func (r *runner) advise(ctx context.Context, log io.Writer) (*advisor.Advice, er
 		MaxInstances: min(4, max(2, runtime.GOMAXPROCS(0))), MaxConcurrency: maxConc,
 		Observe: func(p *advisor.Point) {
 			r.progress.clear()
+			if p.Err == nil && m.last.client.requestCount > 0 {
+				r.steps = append(r.steps, m.last)
+				r.advised = append(r.advised, p)
+			}
 			if p.Err != nil {
 				fmt.Fprintf(log, "advise: #%d %s: %s: load failed: %s\n", p.N, p.Stage, p.Candidate, oneLine(p.Err.Error()))
 				return
@@ -180,10 +184,65 @@ func (r *runner) advise(ctx context.Context, log io.Writer) (*advisor.Advice, er
 		},
 	}
 	a, err := advisor.Advise(ctx, req, m)
+	if n := len(orig.GetInstanceGroup()); a != nil && n > 1 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%s's %d instance groups were tried as one group of the first one's kind and devices, %s.", m.target, n, kind))
+	}
 	if errors.Is(err, context.Canceled) {
 		err = errInterrupted
 	}
 	return a, err
+}
+
+// writeAdviceFiles writes -f and --report for an advice: a CSV row per
+// measurement, in the order measured, of perf_analyzer's columns after
+// the point's number, stage and settings; and the report's figures with
+// a curve per candidate (its last measurement at each concurrency).
+func (r *runner) writeAdviceFiles(a *advisor.Advice) error {
+	if len(r.steps) == 0 {
+		return nil
+	}
+	if path := r.cfg.CSVFile; path != "" {
+		lines := []string{"Point,Stage,Settings," + csvHeader(r.steps, r.opts)}
+		for i := range r.steps {
+			p := r.advised[i]
+			lines = append(lines, fmt.Sprintf("%d,%s,\"%s\",%s", p.N, p.Stage, p.Candidate.Label(), csvRow(&r.steps[i], r.opts, r.warn)))
+		}
+		if err := writeLines(path, lines); err != nil {
+			return generic("error: failed to create report writer: %s", err)
+		}
+	}
+	if dir := r.cfg.ReportDir; dir != "" {
+		rep := buildReport(r.cfg, r.model, r.async, nil, r.opts, time.Now())
+		rep.Title = "Batching advice: " + a.Model
+		if a.Pipeline != "" {
+			rep.Title += " in " + a.Pipeline
+		}
+		rep.Settings = slices.DeleteFunc(rep.Settings, func(s perfreport.Setting) bool { return s.Name == "Load" })
+		rep.Settings = append(rep.Settings, perfreport.Setting{Name: "Latency budget", Value: a.Budget.String()})
+		if a.Chosen != nil {
+			rep.Settings = append(rep.Settings, perfreport.Setting{Name: "Advice", Value: a.Chosen.Candidate.Label()})
+		}
+		type key struct {
+			label       string
+			concurrency uint64
+		}
+		last := map[key]int{}
+		for i := range r.steps {
+			st := reportStep(&r.steps[i], r.opts)
+			st.Label = r.advised[i].Candidate.Label()
+			k := key{st.Label, st.Concurrency}
+			if j, ok := last[k]; ok {
+				rep.Steps[j] = st
+				continue
+			}
+			last[k] = len(rep.Steps)
+			rep.Steps = append(rep.Steps, st)
+		}
+		if err := perfreport.Write(dir, rep); err != nil {
+			return generic("error: failed to write the --report folder: %s", oneLine(err.Error()))
+		}
+	}
+	return nil
 }
 
 // candidateOf reads a config's settings as a candidate, and its instance
@@ -313,6 +372,7 @@ func (m *adviceMeasurer) Measure(ctx context.Context, concurrency int) (advisor.
 	var merged status
 	if len(ok) > 0 {
 		merged = mergeStatuses(ok, -1, r.opts.libStats)
+		merged.concurrency = uint64(concurrency)
 	}
 	m.last, m.before, m.after = merged, before, after
 	return m.measurement(merged, before, after, concurrency, stable), nil

@@ -147,7 +147,15 @@
 // that an advice ends in minutes; --concurrency-range's end bounds the
 // load (256 otherwise). It needs explicit model control: -i inprocess, or
 // a remote server started with --model-control-mode=explicit. The model is
-// reloaded with its own configuration at the end.
+// reloaded with its own configuration at the end. With -f, the CSV has a
+// row per measurement in the order measured: the point's number, stage
+// and settings, then perf_analyzer's columns. With --report, the figures
+// draw a curve per candidate. A model with several instance groups is
+// tried with one, of the first group's kind and devices (the advice says
+// so). Our own options (--advise, --latency-budget, --report) are
+// matched by their whole names only, so every prefix perf_analyzer
+// accepts ("--a" for --async, "--lat" for --latency-threshold) means
+// what it means there.
 //
 // # Progress
 //

@@ -118,8 +118,8 @@ func options() []option {
 		return nil
 	}
 	return []option{
-		{optDef{"streaming", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.Streaming = true; return nil }},
-		{optDef{"max-threads", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "streaming", arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.Streaming = true; return nil }},
+		{optDef{long: "max-threads", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --max-threads. The value must be > 0.")
 			c.MaxThreads, c.maxThreadsSet = n, true
 			if err == nil {
@@ -127,7 +127,7 @@ func options() []option {
 			}
 			return err
 		}},
-		{optDef{"sequence-length", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "sequence-length", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := stoi(v)
 			if err != nil {
 				return invalidValue(e)
@@ -140,22 +140,22 @@ func options() []option {
 			c.sequenceLengthSet = true
 			return nil
 		}},
-		{optDef{"percentile", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "percentile", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			c.Percentile = atoi(v)
 			return nil
 		}},
-		{optDef{"data-directory", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "data-directory", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			c.pendingStderr = append(c.pendingStderr, "Warning: --data-directory is deprecated and will be removed in an upcoming version. Use --input-data instead.")
 			c.UserData = append(c.UserData, v)
 			return nil
 		}},
-		{optDef{"shape", 0, requiredArg}, setShape},
-		{optDef{"measurement-interval", 'p', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "shape", arg: requiredArg}, setShape},
+		{optDef{long: "measurement-interval", short: 'p', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --measurement-interval (-p). The value must be > 0 msec.")
 			c.Interval = time.Duration(n) * time.Millisecond
 			return err
 		}},
-		{optDef{"concurrency-range", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "concurrency-range", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(Concurrency, e); err != nil {
 				return err
 			}
@@ -179,7 +179,7 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"latency-threshold", 'l', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "latency-threshold", short: 'l', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := stoi(v)
 			switch {
 			case err != nil:
@@ -190,7 +190,7 @@ func options() []option {
 			c.LatencyThresholdMS = uint64(n)
 			return nil
 		}},
-		{optDef{"stability-percentage", 's', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "stability-percentage", short: 's', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			f, err := stof(v)
 			switch {
 			case err != nil:
@@ -201,12 +201,12 @@ func options() []option {
 			c.Stability = float64(float32(f)) / 100
 			return nil
 		}},
-		{optDef{"max-trials", 'r', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "max-trials", short: 'r', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --max-trials (-r). The value must be > 0.")
 			c.MaxTrials = n
 			return err
 		}},
-		{optDef{"input-data", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "input-data", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			if _, err := os.Stat(v); err == nil {
 				c.UserData = append(c.UserData, v)
 				return nil
@@ -220,15 +220,15 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"string-length", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "string-length", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --string-length. The value must be > 0")
 			c.StringLength = n
 			return err
 		}},
-		{optDef{"string-data", 0, requiredArg}, func(c *Config, v string, _ optEvent) error { c.StringData = v; return nil }},
-		{optDef{"async", 'a', noArg}, func(c *Config, _ string, _ optEvent) error { c.Async = true; return nil }},
-		{optDef{"sync", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.forcedSync = true; return nil }},
-		{optDef{"request-rate-range", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "string-data", arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.StringData = v; return nil }},
+		{optDef{long: "async", short: 'a', arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.Async = true; return nil }},
+		{optDef{long: "sync", arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.forcedSync = true; return nil }},
+		{optDef{long: "request-rate-range", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(RequestRate, e); err != nil {
 				return err
 			}
@@ -252,13 +252,13 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"num-of-sequences", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "num-of-sequences", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --num-of-sequences. The value must be > 0.")
 			c.NumOfSequences = n
 			return err
 		}},
-		{optDef{"binary-search", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.BinarySearch = true; return nil }},
-		{optDef{"request-distribution", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "binary-search", arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.BinarySearch = true; return nil }},
+		{optDef{long: "request-distribution", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			switch v {
 			case "poisson":
 				c.Distribution = Poisson
@@ -270,7 +270,7 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"request-intervals", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "request-intervals", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(CustomIntervals, e); err != nil {
 				return err
 			}
@@ -280,7 +280,7 @@ func options() []option {
 			c.IntervalsFile = v
 			return nil
 		}},
-		{optDef{"shared-memory", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "shared-memory", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			switch v {
 			case "system":
 				c.SharedMemory = SystemSharedMemory
@@ -294,7 +294,7 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"output-shared-memory-size", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "output-shared-memory-size", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := stoi(v)
 			switch {
 			case err != nil:
@@ -305,7 +305,7 @@ func options() []option {
 			c.OutputShmSize = uint64(n)
 			return nil
 		}},
-		{optDef{"service-kind", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "service-kind", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			switch v {
 			case "triton", "triton_c_api":
 				c.ServiceKind = v
@@ -316,8 +316,8 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"model-signature-name", 0, requiredArg}, ignored("it applies to TensorFlow Serving only")},
-		{optDef{"grpc-compression-algorithm", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "model-signature-name", arg: requiredArg}, ignored("it applies to TensorFlow Serving only")},
+		{optDef{long: "grpc-compression-algorithm", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			switch v {
 			case "none", "deflate", "gzip":
 			default:
@@ -327,7 +327,7 @@ func options() []option {
 			c.remote.compression = v
 			return nil
 		}},
-		{optDef{"measurement-mode", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "measurement-mode", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			switch v {
 			case "time_windows":
 				c.CountWindows = false
@@ -338,19 +338,19 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"measurement-request-count", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "measurement-request-count", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse --measurement-request-count. The value must be > 0.")
 			c.WindowRequestCount = n
 			return err
 		}},
-		{optDef{"triton-server-directory", 0, requiredArg}, ignored("the in-process server is compiled into this binary")},
-		{optDef{"model-repository", 0, requiredArg}, func(c *Config, v string, _ optEvent) error { c.ModelRepository = v; return nil }},
-		{optDef{"sequence-id-range", 0, requiredArg}, setSequenceIDRange},
-		{optDef{"ssl-grpc-use-ssl", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.remote.grpcSSL = true; return nil }},
-		{optDef{"ssl-grpc-root-certifications-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcRoot })},
-		{optDef{"ssl-grpc-private-key-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcKey })},
-		{optDef{"ssl-grpc-certificate-chain-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcChain })},
-		{optDef{"ssl-https-verify-peer", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "triton-server-directory", arg: requiredArg}, ignored("the in-process server is compiled into this binary")},
+		{optDef{long: "model-repository", arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.ModelRepository = v; return nil }},
+		{optDef{long: "sequence-id-range", arg: requiredArg}, setSequenceIDRange},
+		{optDef{long: "ssl-grpc-use-ssl", arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.remote.grpcSSL = true; return nil }},
+		{optDef{long: "ssl-grpc-root-certifications-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcRoot })},
+		{optDef{long: "ssl-grpc-private-key-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcKey })},
+		{optDef{long: "ssl-grpc-certificate-chain-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.grpcChain })},
+		{optDef{long: "ssl-https-verify-peer", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			n := atoi(v)
 			if n != 0 && n != 1 {
 				return usagef("Failed to parse --ssl-https-verify-peer. The value must be either 0 or 1.")
@@ -358,7 +358,7 @@ func options() []option {
 			c.remote.verifyPeer, c.remote.https = n, true
 			return nil
 		}},
-		{optDef{"ssl-https-verify-host", 0, requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{long: "ssl-https-verify-host", arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			n := atoi(v)
 			if n < 0 || n > 2 {
 				return usagef("Failed to parse --ssl-https-verify-host. The value must be either 0, 1, or 2.")
@@ -366,34 +366,34 @@ func options() []option {
 			c.remote.verifyHost, c.remote.https = n, true
 			return nil
 		}},
-		{optDef{"ssl-https-ca-certificates-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.caFile })},
-		{optDef{"ssl-https-client-certificate-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.certFile })},
-		{optDef{"ssl-https-client-certificate-type", 0, requiredArg}, tlsType(func(c *Config) *string { return &c.remote.certType })},
-		{optDef{"ssl-https-private-key-file", 0, requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.keyFile })},
-		{optDef{"ssl-https-private-key-type", 0, requiredArg}, tlsType(func(c *Config) *string { return &c.remote.keyType })},
-		{optDef{"verbose-csv", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.VerboseCSV = true; return nil }},
-		{optDef{"report", 0, requiredArg}, func(c *Config, v string, _ optEvent) error { c.ReportDir = v; return nil }},
-		{optDef{"advise", 0, noArg}, func(c *Config, _ string, _ optEvent) error { c.Advise = true; return nil }},
-		{optDef{"latency-budget", 0, requiredArg}, setLatencyBudget},
-		{optDef{"enable-mpi", 0, noArg}, ignored("multi-model MPI runs are not supported; run one perf_analyzer per model")},
-		{optDef{"trace-level", 0, requiredArg}, ignored(noTrace)},
-		{optDef{"trace-rate", 0, requiredArg}, ignored(noTrace)},
-		{optDef{"trace-count", 0, requiredArg}, ignored(noTrace)},
-		{optDef{"log-frequency", 0, requiredArg}, ignored(noTrace)},
-		{optDef{"collect-metrics", 0, noArg}, func(c *Config, _ string, e optEvent) error {
+		{optDef{long: "ssl-https-ca-certificates-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.caFile })},
+		{optDef{long: "ssl-https-client-certificate-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.certFile })},
+		{optDef{long: "ssl-https-client-certificate-type", arg: requiredArg}, tlsType(func(c *Config) *string { return &c.remote.certType })},
+		{optDef{long: "ssl-https-private-key-file", arg: requiredArg}, tlsFile(func(c *Config) *string { return &c.remote.keyFile })},
+		{optDef{long: "ssl-https-private-key-type", arg: requiredArg}, tlsType(func(c *Config) *string { return &c.remote.keyType })},
+		{optDef{long: "verbose-csv", arg: noArg}, func(c *Config, _ string, _ optEvent) error { c.VerboseCSV = true; return nil }},
+		{optDef{long: "report", arg: requiredArg, exact: true}, func(c *Config, v string, _ optEvent) error { c.ReportDir = v; return nil }},
+		{optDef{long: "advise", arg: noArg, exact: true}, func(c *Config, _ string, _ optEvent) error { c.Advise = true; return nil }},
+		{optDef{long: "latency-budget", arg: requiredArg, exact: true}, setLatencyBudget},
+		{optDef{long: "enable-mpi", arg: noArg}, ignored("multi-model MPI runs are not supported; run one perf_analyzer per model")},
+		{optDef{long: "trace-level", arg: requiredArg}, ignored(noTrace)},
+		{optDef{long: "trace-rate", arg: requiredArg}, ignored(noTrace)},
+		{optDef{long: "trace-count", arg: requiredArg}, ignored(noTrace)},
+		{optDef{long: "log-frequency", arg: requiredArg}, ignored(noTrace)},
+		{optDef{long: "collect-metrics", arg: noArg}, func(c *Config, _ string, e optEvent) error {
 			c.collectMetrics = true
 			c.warn(e.name(), noMetrics)
 			return nil
 		}},
-		{optDef{"metrics-url", 0, requiredArg}, func(c *Config, _ string, _ optEvent) error { c.metricsURLSet = true; return nil }},
-		{optDef{"metrics-interval", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "metrics-url", arg: requiredArg}, func(c *Config, _ string, _ optEvent) error { c.metricsURLSet = true; return nil }},
+		{optDef{long: "metrics-interval", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if _, err := positive(v, e, "Failed to parse --metrics-interval. The value must be > 0 msecs."); err != nil {
 				return err
 			}
 			c.metricsIntervalSet = true
 			return nil
 		}},
-		{optDef{"sequence-length-variation", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "sequence-length-variation", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			f, err := stod(v)
 			if err != nil {
 				return invalidValue(e)
@@ -401,28 +401,28 @@ func options() []option {
 			c.SequenceLengthVariation = f
 			return nil
 		}},
-		{optDef{"bls-composing-models", 0, requiredArg}, ignored("BLS composing models' statistics are not reported")},
-		{optDef{"serial-sequences", 0, noArg}, ignored("sequences run concurrently")},
-		{optDef{"input-tensor-format", 0, requiredArg}, tensorFormat},
-		{optDef{"output-tensor-format", 0, requiredArg}, tensorFormat},
-		{optDef{"version", 0, noArg}, func(*Config, string, optEvent) error { return errVersion }},
-		{optDef{"profile-export-file", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "bls-composing-models", arg: requiredArg}, ignored("BLS composing models' statistics are not reported")},
+		{optDef{long: "serial-sequences", arg: noArg}, ignored("sequences run concurrently")},
+		{optDef{long: "input-tensor-format", arg: requiredArg}, tensorFormat},
+		{optDef{long: "output-tensor-format", arg: requiredArg}, tensorFormat},
+		{optDef{long: "version", arg: noArg}, func(*Config, string, optEvent) error { return errVersion }},
+		{optDef{long: "profile-export-file", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if _, err := os.Stat(v); err == nil {
 				return usagef("Failed to parse --profile-export-file. Path must not already exist.")
 			}
 			c.warn(e.name(), "no profile export is written")
 			return nil
 		}},
-		{optDef{"periodic-concurrency-range", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "periodic-concurrency-range", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(modePeriodicConcurrency, e); err != nil {
 				return err
 			}
 			return unsupported("periodic concurrency")(c, v, e)
 		}},
-		{optDef{"request-period", 0, requiredArg}, ignored("it applies to --periodic-concurrency-range, which is not supported")},
-		{optDef{"request-parameter", 0, requiredArg}, setRequestParameter},
-		{optDef{"endpoint", 0, requiredArg}, ignored("it applies to the OpenAI service kind only")},
-		{optDef{"request-count", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "request-period", arg: requiredArg}, ignored("it applies to --periodic-concurrency-range, which is not supported")},
+		{optDef{long: "request-parameter", arg: requiredArg}, setRequestParameter},
+		{optDef{long: "endpoint", arg: requiredArg}, ignored("it applies to the OpenAI service kind only")},
+		{optDef{long: "request-count", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := stoi(v)
 			switch {
 			case err != nil:
@@ -435,7 +435,7 @@ func options() []option {
 			}
 			return nil
 		}},
-		{optDef{"warmup-request-count", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "warmup-request-count", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := stoi(v)
 			switch {
 			case err != nil:
@@ -446,43 +446,43 @@ func options() []option {
 			c.WarmupRequestCount, c.warmupSet = uint64(n), true
 			return nil
 		}},
-		{optDef{"fixed-schedule", 0, noArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "fixed-schedule", arg: noArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(modeFixedSchedule, e); err != nil {
 				return err
 			}
 			return unsupported("fixed schedule")(c, v, e)
 		}},
-		{optDef{"session-concurrency", 0, requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{long: "session-concurrency", arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			if err := c.setLoadMode(modeSessionConcurrency, e); err != nil {
 				return err
 			}
 			return unsupported("session concurrency, for OpenAI services")(c, v, e)
 		}},
-		{optDef{"grpc-method", 0, requiredArg}, ignored("it applies to the dynamic gRPC service kind only")},
-		{optDef{"help", 0, noArg}, func(*Config, string, optEvent) error { return errHelp }},
-		{optDef{"", 'v', noArg}, func(c *Config, _ string, _ optEvent) error {
+		{optDef{long: "grpc-method", arg: requiredArg}, ignored("it applies to the dynamic gRPC service kind only")},
+		{optDef{long: "help", arg: noArg}, func(*Config, string, optEvent) error { return errHelp }},
+		{optDef{short: 'v', arg: noArg}, func(c *Config, _ string, _ optEvent) error {
 			c.ExtraVerbose = c.Verbose
 			c.Verbose = true
 			return nil
 		}},
-		{optDef{"", 'z', noArg}, func(c *Config, _ string, _ optEvent) error {
+		{optDef{short: 'z', arg: noArg}, func(c *Config, _ string, _ optEvent) error {
 			c.pendingStderr = append(c.pendingStderr, "Warning: -z is deprecated and will be removed in an upcoming version. Use --input-data=zero instead.")
 			c.ZeroInput = true
 			return nil
 		}},
-		{optDef{"", 'd', noArg}, func(c *Config, _ string, e optEvent) error {
+		{optDef{short: 'd', arg: noArg}, func(c *Config, _ string, e optEvent) error {
 			c.pendingStderr = append(c.pendingStderr, "Warning: -d is deprecated and will be removed in an upcoming version. Use --concurrency-range instead.")
 			return depConcurrency(c, e)
 		}},
-		{optDef{"", 'u', requiredArg}, func(c *Config, v string, _ optEvent) error { c.URL, c.urlSet = v, true; return nil }},
-		{optDef{"", 'm', requiredArg}, func(c *Config, v string, _ optEvent) error { c.Model = v; return nil }},
-		{optDef{"", 'x', requiredArg}, func(c *Config, v string, _ optEvent) error { c.Version = v; return nil }},
-		{optDef{"", 'b', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{short: 'u', arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.URL, c.urlSet = v, true; return nil }},
+		{optDef{short: 'm', arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.Model = v; return nil }},
+		{optDef{short: 'x', arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.Version = v; return nil }},
+		{optDef{short: 'b', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			n, err := positive(v, e, "Failed to parse -b (batch size). The value must be > 0.")
 			c.BatchSize, c.batchSizeSet = n, err == nil
 			return err
 		}},
-		{optDef{"", 't', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{short: 't', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			c.pendingStderr = append(c.pendingStderr, "Warning: -t is deprecated and will be removed in an upcoming version. Use --concurrency-range instead.")
 			if err := depConcurrency(c, e); err != nil {
 				return err
@@ -494,8 +494,8 @@ func options() []option {
 			c.Concurrency.Start = n
 			return nil
 		}},
-		{optDef{"", 'i', requiredArg}, func(c *Config, v string, _ optEvent) error { c.Protocol = parseProtocol(v); return nil }},
-		{optDef{"", 'H', requiredArg}, func(c *Config, v string, _ optEvent) error {
+		{optDef{short: 'i', arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.Protocol = parseProtocol(v); return nil }},
+		{optDef{short: 'H', arg: requiredArg}, func(c *Config, v string, _ optEvent) error {
 			// The name is what precedes the first colon, the value the rest
 			// (perf_analyzer's parse, which a header without a colon
 			// breaks; here its value is empty).
@@ -503,7 +503,7 @@ func options() []option {
 			c.remote.headers = append(c.remote.headers, [2]string{name, value})
 			return nil
 		}},
-		{optDef{"", 'c', requiredArg}, func(c *Config, v string, e optEvent) error {
+		{optDef{short: 'c', arg: requiredArg}, func(c *Config, v string, e optEvent) error {
 			c.pendingStderr = append(c.pendingStderr, "Warning: -c is deprecated and will be removed in an upcoming version. Use --concurrency-range instead.")
 			if err := depConcurrency(c, e); err != nil {
 				return err
@@ -515,7 +515,7 @@ func options() []option {
 			c.Concurrency.End = n
 			return nil
 		}},
-		{optDef{"", 'f', requiredArg}, func(c *Config, v string, _ optEvent) error { c.CSVFile = v; return nil }},
+		{optDef{short: 'f', arg: requiredArg}, func(c *Config, v string, _ optEvent) error { c.CSVFile = v; return nil }},
 	}
 }
 

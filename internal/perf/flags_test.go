@@ -63,6 +63,9 @@ func TestParseSyntax(t *testing.T) {
 		{"prefix", []string{"-m", "m", "--concurrency", "3"}, func(c Config) bool { return c.Concurrency.Start == 3 }},
 		{"prefix with =", []string{"-m", "m", "--measurement-int=100"}, func(c Config) bool { return c.Interval == 100*time.Millisecond }},
 		{"exact beats longer", []string{"-m", "m", "--sync"}, func(c Config) bool { return c.forcedSync }},
+		// Our own options take no prefixes away from perf_analyzer's.
+		{"prefix of async beside advise", []string{"-m", "m", "--a"}, func(c Config) bool { return c.Async && !c.Advise }},
+		{"prefix of latency-threshold beside latency-budget", []string{"-m", "m", "--lat", "9"}, func(c Config) bool { return c.LatencyThresholdMS == 9 }},
 		{"short attached", []string{"-mm", "-b4"}, func(c Config) bool { return c.Model == "m" && c.BatchSize == 4 }},
 		{"short cluster", []string{"-vva", "-m", "m"}, func(c Config) bool { return c.Verbose && c.ExtraVerbose && c.Async }},
 		{"cluster ending in a value", []string{"-vm", "m"}, func(c Config) bool { return c.Verbose && c.Model == "m" }},

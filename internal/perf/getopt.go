@@ -35,6 +35,11 @@ type optDef struct {
 	long  string // "" for short-only options
 	short byte   // 0 for long-only options
 	arg   argKind
+	// exact marks an option of ours rather than perf_analyzer's: only its
+	// whole name selects it, so every prefix perf_analyzer reads as one of
+	// its own options ("--a" for --async, "--lat" for
+	// --latency-threshold) reads the same here.
+	exact bool
 }
 
 // optEvent is one option read from the command line.
@@ -127,8 +132,8 @@ func scan(args []string, defs []optDef) (events []optEvent, rest []string, err e
 	return events, rest, nil
 }
 
-// lookupLong finds the option named name, or the one option name is a
-// prefix of. Several candidates are ambiguous unless they are the same
+// lookupLong finds the option named name, or the one option (not marked
+// exact) name is a prefix of. Several candidates are ambiguous unless they are the same
 // entry; there is no short-letter fallback (perf_analyzer does not use
 // getopt_long_only).
 func lookupLong(defs []optDef, name string) (*optDef, bool) {
@@ -144,7 +149,7 @@ func lookupLong(defs []optDef, name string) (*optDef, bool) {
 		if d.long == name {
 			return d, true
 		}
-		if strings.HasPrefix(d.long, name) {
+		if !d.exact && strings.HasPrefix(d.long, name) {
 			if found != nil {
 				return nil, false
 			}

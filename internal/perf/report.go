@@ -378,63 +378,67 @@ func csvRows(steps []status, o reportOptions, warn func(string)) []string {
 		}
 		return 0
 	})
-	var rows []string
+	rows := make([]string, len(sorted))
 	for i := range sorted {
-		s := &sorted[i]
-		cs := &s.client
-		var b strings.Builder
-		if o.rateMode {
-			b.WriteString(cppDouble(s.requestRate))
-		} else {
-			b.WriteString(strconv.FormatUint(s.concurrency, 10))
-		}
-		b.WriteString("," + cppDouble(cs.inferPerSec) + ",")
-		if o.decoupled {
-			b.WriteString(cppDouble(cs.responsesPerSec) + ",")
-		}
-		fmt.Fprintf(&b, "%d,", cs.avgSendNS/1000)
-		if o.serverStats {
-			sv := &s.server
-			queue := avg(sv.queueNS, sv.queueCount)
-			in := avg(sv.computeInputNS, sv.computeInputCount)
-			inf := avg(sv.computeInferNS, sv.computeInferCount)
-			out := avg(sv.computeOutputNS, sv.computeOutputCount)
-			compute := avg(sv.computeInputNS+sv.computeInferNS+sv.computeOutputNS, sv.computeInputCount)
-			hit := avg(sv.cacheHitNS, sv.cacheHitCount)
-			miss := avg(sv.cacheMissNS, sv.cacheMissCount)
-			// (Saturating: the latency's average is over the window's
-			// samples, send and receive over its completed calls.)
-			var wait uint64
-			if sr := cs.avgSendNS + cs.avgRecvNS; cs.avgLatencyNS > sr {
-				wait = cs.avgLatencyNS - sr
-			}
-			accounted := queue + compute + hit + miss
-			var network uint64
-			if wait > accounted {
-				network = wait - accounted
-			}
-			if network == 0 && warn != nil {
-				warn("Server average accounted time was larger than client average wait time due to small sample size. Increase the measurement interval with `--measurement-interval`.")
-			}
-			fmt.Fprintf(&b, "%d,%d,%d,%d,%d,", network/1000, queue/1000, in/1000, inf/1000, out/1000)
-			if o.cache {
-				fmt.Fprintf(&b, "%d,%d,", hit/1000, miss/1000)
-			}
-		}
-		fmt.Fprintf(&b, "%d", cs.avgRecvNS/1000)
-		for _, p := range cs.percentiles {
-			fmt.Fprintf(&b, ",%d", p.ns/1000)
-		}
-		if o.verboseCSV {
-			req, send, recv := cs.avgRequestNS/1000, cs.avgSendNS/1000, cs.avgRecvNS/1000
-			if o.percentile == -1 {
-				fmt.Fprintf(&b, ",%d", cs.avgLatencyNS/1000)
-			}
-			fmt.Fprintf(&b, ",%d,%d", send+recv, req-send-recv)
-		}
-		rows = append(rows, b.String())
+		rows[i] = csvRow(&sorted[i], o, warn)
 	}
 	return rows
+}
+
+// csvRow is one step's CSV line.
+func csvRow(s *status, o reportOptions, warn func(string)) string {
+	cs := &s.client
+	var b strings.Builder
+	if o.rateMode {
+		b.WriteString(cppDouble(s.requestRate))
+	} else {
+		b.WriteString(strconv.FormatUint(s.concurrency, 10))
+	}
+	b.WriteString("," + cppDouble(cs.inferPerSec) + ",")
+	if o.decoupled {
+		b.WriteString(cppDouble(cs.responsesPerSec) + ",")
+	}
+	fmt.Fprintf(&b, "%d,", cs.avgSendNS/1000)
+	if o.serverStats {
+		sv := &s.server
+		queue := avg(sv.queueNS, sv.queueCount)
+		in := avg(sv.computeInputNS, sv.computeInputCount)
+		inf := avg(sv.computeInferNS, sv.computeInferCount)
+		out := avg(sv.computeOutputNS, sv.computeOutputCount)
+		compute := avg(sv.computeInputNS+sv.computeInferNS+sv.computeOutputNS, sv.computeInputCount)
+		hit := avg(sv.cacheHitNS, sv.cacheHitCount)
+		miss := avg(sv.cacheMissNS, sv.cacheMissCount)
+		// (Saturating: the latency's average is over the window's
+		// samples, send and receive over its completed calls.)
+		var wait uint64
+		if sr := cs.avgSendNS + cs.avgRecvNS; cs.avgLatencyNS > sr {
+			wait = cs.avgLatencyNS - sr
+		}
+		accounted := queue + compute + hit + miss
+		var network uint64
+		if wait > accounted {
+			network = wait - accounted
+		}
+		if network == 0 && warn != nil {
+			warn("Server average accounted time was larger than client average wait time due to small sample size. Increase the measurement interval with `--measurement-interval`.")
+		}
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,", network/1000, queue/1000, in/1000, inf/1000, out/1000)
+		if o.cache {
+			fmt.Fprintf(&b, "%d,%d,", hit/1000, miss/1000)
+		}
+	}
+	fmt.Fprintf(&b, "%d", cs.avgRecvNS/1000)
+	for _, p := range cs.percentiles {
+		fmt.Fprintf(&b, ",%d", p.ns/1000)
+	}
+	if o.verboseCSV {
+		req, send, recv := cs.avgRequestNS/1000, cs.avgSendNS/1000, cs.avgRecvNS/1000
+		if o.percentile == -1 {
+			fmt.Fprintf(&b, ",%d", cs.avgLatencyNS/1000)
+		}
+		fmt.Fprintf(&b, ",%d,%d", send+recv, req-send-recv)
+	}
+	return b.String()
 }
 
 // composingCSV is the extra file of one composing model of an ensemble:

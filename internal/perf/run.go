@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/triton-go/triton/internal/advisor"
 	"io"
 	"os"
 	"runtime/debug"
@@ -107,6 +108,8 @@ type runner struct {
 	carry     []sample
 
 	steps []status // stable steps, in search order
+	// advised are, for --advise, the advisor's points that steps are.
+	advised []*advisor.Point
 }
 
 // fatal is a failure that ends the run with a status; msg is printed to
