@@ -62,6 +62,10 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 		fail(0, code, err)
 		return e
 	}
+	if e.pinned, e.keepAlive, err = s.lifecycleParams(cfg); err != nil {
+		fail(0, InvalidArgument, err)
+		return e
+	}
 	name, b, err := s.resolveBackend(md.Path(cfgFile), cfg)
 	if err != nil {
 		fail(0, InvalidArgument, err)
@@ -81,6 +85,7 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 	for _, n := range slices.Backward(versions) {
 		vlog := log.With(zap.Int64("version", n))
 		var v *version
+		rss := processRSS()
 		for try := 0; ; try++ {
 			v, err = s.loadVersion(ctx, md, cfgFile, cfg, n, name, b, known, vlog)
 			if err == nil || try >= s.opts.loadRetries || ctx.Err() != nil {
@@ -96,6 +101,9 @@ func (s *Server) buildModel(ctx context.Context, src source, known func(string) 
 			}
 			fail(n, code, err)
 			continue
+		}
+		if s.life != nil {
+			s.account(v, processRSS()-rss)
 		}
 		e.versions = append(e.versions, v)
 	}

@@ -146,7 +146,7 @@ func (s *Server) startUnload(model string, opts *UnloadOptions) (done <-chan str
 	ch := make(chan struct{})
 	s.bg.Go(func() {
 		defer close(ch)
-		s.finishUnload(model, vs)
+		s.finishUnload(model, vs, "")
 		unlock()
 		s.unloadComposing(cfg)
 	})
@@ -251,6 +251,31 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		src.override == nil && !cur.override && src.fingerprint == cur.fingerprint {
 		return nil // unchanged
 	}
+	var replaced []*version
+	if cur != nil {
+		replaced = cur.versions
+	}
+	budget := s.opts.memoryBudget > 0
+	if budget {
+		// The estimate is a guess: never more than the budget can give,
+		// so that only the version's real size can refuse it.
+		if err := s.makeRoom(ctx, name, min(s.estimate(src), s.opts.memoryBudget-s.pinnedBytes(name)), replaced); err != nil {
+			s.logFailure(name, 0, err)
+			s.update(name, func(old *modelEntry) *modelEntry { // the index says why it is not loaded
+				e := &modelEntry{name: name}
+				if old != nil {
+					c := *old
+					e = &c
+				}
+				if len(e.versions) == 0 {
+					e.failures = []loadFailure{{err: err}}
+				}
+				return e
+			})
+			return err
+		}
+		defer s.release(name)
+	}
 	s.withState(name, stateLoading)
 	ctx = context.WithValue(ctx, loadPathKey{}, &callPath{model: name, prev: loading(ctx)})
 	built := s.buildModel(ctx, src, s.known())
@@ -277,6 +302,18 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		restore()
 		return &Error{Code: Unavailable, Model: name, Err: fmt.Errorf("failed to load '%s': %w", name, cmp.Or(err, ErrServerClosed))}
 	}
+	if budget && len(built.versions) > 0 {
+		// What the versions hold is known now: the room made for the
+		// estimate may not be enough.
+		if err := s.makeRoom(ctx, name, built.bytes(), replaced); err != nil {
+			s.logFailure(name, 0, err)
+			for _, v := range built.versions {
+				_ = v.close(ErrServerClosed)
+			}
+			built.versions, built.failures = nil, append(built.failures, loadFailure{err: err})
+			errs = append(errs, err)
+		}
+	}
 	if len(built.versions) == 0 || (len(errs) > 0 && cur != nil && len(cur.versions) > 0) {
 		// Nothing to serve, or a reload that did not fully succeed: what
 		// was serving stays untouched.
@@ -285,6 +322,11 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		}
 		restore()
 		return errors.Join(errs...)
+	}
+	built.loaded = time.Now()
+	built.pinned = built.pinned || s.pinnedAtStartup(name)
+	for _, v := range built.versions {
+		v.lastUsed.Store(built.loaded.UnixNano())
 	}
 	var old []*version
 	s.update(name, func(e *modelEntry) *modelEntry {
@@ -299,8 +341,12 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 		}
 		return built
 	})
+	if budget {
+		s.release(name) // the published versions count now
+	}
 	s.purge(name) // answers of the model as it was must not outlive it
 	s.retire(old, true)
+	s.loaded(ctx, built)
 	if len(old) > 0 {
 		s.log.Info("model reloaded", zap.String("model", name), zap.Int("versions", len(built.versions)))
 	}
@@ -339,7 +385,7 @@ func (s *Server) retire(vs []*version, background bool) {
 // unloadLocked unloads a model: refuse new requests, let in-flight ones
 // finish, close. The model's lifecycle lock must be held.
 func (s *Server) unloadLocked(name string) {
-	s.finishUnload(name, s.markUnloading(name))
+	s.finishUnload(name, s.markUnloading(name), "")
 }
 
 // markUnloading marks a model unloading (it refuses new requests from
@@ -361,18 +407,29 @@ func (s *Server) markUnloading(name string) []*version {
 }
 
 // finishUnload retires a model's versions once their in-flight requests
-// have finished, and forgets the model.
-func (s *Server) finishUnload(name string, vs []*version) {
+// have finished, and forgets the model; reason is the index's ("" for an
+// unload asked for: "unloaded").
+func (s *Server) finishUnload(name string, vs []*version, reason string) {
 	s.retire(vs, false)
 	s.update(name, func(old *modelEntry) *modelEntry {
-		e := &modelEntry{name: name, state: stateUnloaded}
+		e := &modelEntry{name: name, state: stateUnloaded, reason: reason}
 		if old != nil {
 			e.gone = served(old)
 		}
 		return e
 	})
 	s.purge(name)
-	s.log.Info("model unloaded", zap.String("model", name))
+	if s.life != nil {
+		s.life.signalRoom()
+	}
+	if reason == "" {
+		s.log.Info("model unloaded", zap.String("model", name))
+	}
+}
+
+// pinnedAtStartup reports whether WithStartupModels names model.
+func (s *Server) pinnedAtStartup(model string) bool {
+	return slices.Contains(s.opts.startupModels, model)
 }
 
 // loadStartupModels loads the models the control mode starts with: all of
@@ -490,7 +547,7 @@ func (s *Server) poll() {
 				defer s.ops.Done()
 				unlock := s.lock(md.Name)
 				defer unlock()
-				_ = s.loadLocked(s.ctx, source{dir: md, fingerprint: fp}) // failures are logged by buildModel
+				_ = s.loadLocked(withTrigger(s.ctx, TriggerPoll), source{dir: md, fingerprint: fp}) // failures are logged by buildModel
 				return nil
 			})
 		}
@@ -586,9 +643,10 @@ func (e *modelEntry) index(ctx context.Context, out []ModelState) []ModelState {
 	for _, f := range failed {
 		out = append(out, ModelState{Name: e.name, Version: f.version, State: "UNAVAILABLE", Reason: f.err.Error()})
 	}
+	unloaded := cmp.Or(e.reason, "unloaded")
 	for _, g := range e.gone {
 		if !e.serves(g) && !slices.ContainsFunc(failed, func(f loadFailure) bool { return f.version == g }) {
-			out = append(out, ModelState{Name: e.name, Version: g, State: "UNAVAILABLE", Reason: "unloaded"})
+			out = append(out, ModelState{Name: e.name, Version: g, State: "UNAVAILABLE", Reason: unloaded})
 		}
 	}
 	if len(out) > n {
@@ -598,7 +656,7 @@ func (e *modelEntry) index(ctx context.Context, out []ModelState) []ModelState {
 	case stateLoading:
 		return append(out, ModelState{Name: e.name, State: "LOADING"})
 	case stateUnloaded:
-		return append(out, ModelState{Name: e.name, State: "UNAVAILABLE", Reason: "unloaded"})
+		return append(out, ModelState{Name: e.name, State: "UNAVAILABLE", Reason: unloaded})
 	}
 	return append(out, ModelState{Name: e.name})
 }

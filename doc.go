@@ -76,6 +76,19 @@
 // fails at once with InvalidArgument naming the field and the limit.
 // Triton has none of these limits.
 //
+// # Models that come and go
+//
+// Beyond Triton: a memory budget ([WithMemoryBudget]) evicts idle models,
+// coldest first, to make room for a load (memory.go); loads on demand
+// ([WithLoadOnDemand]) load a model on its first request, one load for all
+// the requests waiting, each within its own deadline (ondemand.go);
+// keep_alive ([WithKeepAlive], or the model parameter) unloads a model
+// idle that long. A model with requests in flight, queued or waiting for
+// its load is never evicted, pinned models never are, and eviction drains
+// as an unload does. [Server.Memory] reports what each version holds and
+// the lifecycle counters. Explicit loads and unloads keep Triton's
+// behaviour; a load refused by the budget is Unavailable.
+//
 // # Concurrency and lifecycle
 //
 // All methods are safe for concurrent use. Deadlines and cancellation come

@@ -242,3 +242,60 @@ sequence_batching {
 	fmt.Println(tokens, "tokens in", stats[0].ExecutionCount, "executions")
 	// Output: [3] tokens in 3 executions
 }
+
+// weights is a Go backend whose models hold 40 MiB each (as a model's
+// weights would) and say so through backend.MemoryReporter; each
+// answers SUM = A + B with the add function above.
+type weights struct{}
+
+type weightsModel struct{ backend.Func }
+
+func (weights) Load(context.Context, *backend.ModelSpec) (backend.Model, error) {
+	return weightsModel{add}, nil
+}
+func (weightsModel) MemoryBytes() (int64, error) { return 40 << 20, nil }
+func (m weightsModel) NewInstance(context.Context, backend.InstanceSpec) (backend.Instance, error) {
+	return m.Func, nil
+}
+
+// Three models under a memory budget that holds two: each request loads
+// its model on demand, and the third evicts the least used one, which a
+// later request brings back.
+func ExampleWithMemoryBudget() {
+	repo := fstest.MapFS{}
+	for _, name := range []string{"en", "de", "fr"} {
+		cfg := strings.Replace(string(exampleRepo["add/config.pbtxt"].Data), `name: "add"`, `name: "`+name+`"`, 1)
+		repo[name+"/config.pbtxt"] = &fstest.MapFile{Data: []byte(strings.Replace(cfg, `backend: "go"`, `backend: "weights"`, 1))}
+		repo[name+"/1/README"] = exampleRepo["add/1/README"]
+	}
+	srv, err := triton.New(
+		triton.WithRepository(repo),
+		triton.WithBackend("weights", weights{}),
+		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}),
+		triton.WithMemoryBudget(100<<20),
+		triton.WithLoadOnDemand(true),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	a, _ := tensor.From("A", tensor.Shape{1, 2}, []float32{1, 2})
+	b, _ := tensor.From("B", tensor.Shape{1, 2}, []float32{10, 20})
+	for _, model := range []string{"en", "en", "de", "fr"} {
+		if _, err := srv.Infer(context.Background(), &triton.InferRequest{Model: model, Inputs: []tensor.Tensor{a, b}}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	u := srv.Memory()
+	fmt.Printf("resident %d MiB of %d MiB\n", u.Resident>>20, u.Budget>>20)
+	for _, st := range srv.Index(context.Background()) {
+		fmt.Println(strings.TrimSpace(st.Name + " " + st.State + " " + st.Reason))
+	}
+	// Output:
+	// resident 80 MiB of 100 MiB
+	// de UNAVAILABLE evicted to make room for 'fr' in the memory budget
+	// en READY
+	// fr READY
+}

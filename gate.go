@@ -53,6 +53,9 @@ func (g *gate) close() {
 	}
 }
 
+// inside is the number of requests inside.
+func (g *gate) inside() int64 { return g.n.Load() &^ closedBit }
+
 // isClosed reports whether close has been called.
 func (g *gate) isClosed() bool { return g.n.Load()&closedBit != 0 }
 

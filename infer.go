@@ -55,14 +55,14 @@ func (s *Server) infer(ctx context.Context, req *InferRequest, o origin) (*Infer
 	if req == nil {
 		return nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request")}
 	}
-	v, err := s.acquire(req.Model, req.Version, nil)
+	v, err := s.enter(ctx, req.Model, req.Version, nil)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
 			e.RequestID = req.ID
 		}
 		return nil, err
 	}
-	defer v.gate.leave()
+	defer s.leave(v)
 	return v.infer(ctx, req, o)
 }
 

@@ -66,16 +66,16 @@ func TestModelSummary(t *testing.T) {
 		"m/3/x":          "",
 		"m/5/x":          "",
 	}, triton.WithBackend("gofunc", mirror))
-	sum, err := srv.ModelSummary("m", 0)
+	sum, err := srv.ModelSummary(context.Background(), "m", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum != (triton.ModelSummary{Version: 5, MaxBatchSize: 4, Decoupled: true}) {
 		t.Errorf("summary %+v", sum)
 	}
-	_, err = srv.ModelSummary("m", 3)
+	_, err = srv.ModelSummary(context.Background(), "m", 3)
 	wantError(t, err, triton.NotFound, "version 3 is not found")
-	if n := testing.AllocsPerRun(100, func() { _, _ = srv.ModelSummary("m", 0) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = srv.ModelSummary(context.Background(), "m", 0) }); n != 0 {
 		t.Errorf("ModelSummary allocates %v times", n)
 	}
 }

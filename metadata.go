@@ -97,17 +97,20 @@ type ModelSummary struct {
 }
 
 // ModelSummary returns a loaded model version's summary; version 0 means
-// the version a request without a version would use.
+// the version a request without a version would use. With loads on
+// demand ([WithLoadOnDemand]) a model that is not loaded is loaded first,
+// as for a request, within ctx.
 //
 // # Experimental
 //
 // It exists for the adapters' per-request checks and may change with
 // them (decoupled streaming is coming).
-func (s *Server) ModelSummary(model string, ver int64) (ModelSummary, error) {
-	v, _, err := s.find(model, ver)
+func (s *Server) ModelSummary(ctx context.Context, model string, ver int64) (ModelSummary, error) {
+	v, err := s.enter(ctx, model, ver, nil)
 	if err != nil {
 		return ModelSummary{}, err
 	}
+	s.exit(v, false)
 	return ModelSummary{
 		Version:      v.number,
 		MaxBatchSize: v.cfg.GetMaxBatchSize(),

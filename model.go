@@ -64,14 +64,14 @@ func (m *Model) Infer(ctx context.Context, req *InferRequest) (*InferResponse, e
 	if err := m.check(req); err != nil {
 		return nil, err
 	}
-	v, err := m.s.acquire(m.name, req.Version, m)
+	v, err := m.s.enter(ctx, m.name, req.Version, m)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
 			e.RequestID = req.ID
 		}
 		return nil, err
 	}
-	defer v.gate.leave()
+	defer m.s.leave(v)
 	return v.infer(ctx, req, fromClient)
 }
 

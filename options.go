@@ -49,6 +49,10 @@ type options struct {
 	tracer          *trace.Tracer
 	backendDir      string
 	repoAgents      map[string]repoagent.Agent
+	memoryBudget    int64         // 0: none
+	loadOnDemand    bool          // explicit mode: a request loads its model
+	keepAlive       time.Duration // server-wide keep_alive; keepAliveSet tells it was given
+	keepAliveSet    bool
 }
 
 func defaultOptions() options {
@@ -375,6 +379,53 @@ func WithServerID(id string) Option {
 func WithTracer(t *trace.Tracer) Option {
 	return optionFunc(func(o *options) error {
 		o.tracer = t
+		return nil
+	})
+}
+
+// WithMemoryBudget bounds the memory the loaded models hold, in bytes (0:
+// no budget). Every loaded model version is accounted for: by what its
+// backend reports ([backend.MemoryReporter]: ONNX Runtime its sessions'
+// weights, PyTorch its modules' parameters and buffers, Python its stub
+// processes' resident memory), or else by how much the process's resident
+// memory grew while it loaded. A load that would pass the budget first
+// evicts idle models, least recently used (under [ControlExplicit]; in the
+// other modes nothing is evicted), and fails, with an error naming the
+// budget, the model's size and what holds the rest, when the model cannot
+// fit. Models named by [WithStartupModels], and models whose config has
+// the parameter pinned "true", are never evicted; nor is a model with
+// requests in flight or queued, or with live sequences.
+func WithMemoryBudget(bytes int64) Option {
+	return optionFunc(func(o *options) error {
+		if bytes < 0 {
+			return fmt.Errorf("WithMemoryBudget: negative budget %d", bytes)
+		}
+		o.memoryBudget = bytes
+		return nil
+	})
+}
+
+// WithLoadOnDemand makes a request for a model that is in the
+// repositories but not loaded load it (only under [ControlExplicit]):
+// any number of concurrent requests share one load, each waiting within
+// its own deadline, and then run. A model evicted by the memory budget or
+// unloaded by its keep_alive comes back the same way.
+func WithLoadOnDemand(on bool) Option {
+	return optionFunc(func(o *options) error {
+		o.loadOnDemand = on
+		return nil
+	})
+}
+
+// WithKeepAlive unloads a model once it has been idle (no request in
+// flight or queued) for d, under [ControlExplicit]; a model's own
+// keep_alive parameter ("5m", "30s", "0", "-1"; a number is seconds)
+// takes precedence. 0 unloads a model as soon as its last request ends;
+// a negative d never does (the default). Pinned models are never
+// unloaded this way.
+func WithKeepAlive(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		o.keepAlive, o.keepAliveSet = d, true
 		return nil
 	})
 }

@@ -64,7 +64,7 @@ func (s *Server) inferStream(ctx context.Context, req *InferRequest, o origin) i
 			yield(nil, &Error{Code: InvalidArgument, Err: fmt.Errorf("nil request")})
 			return
 		}
-		v, err := s.acquire(req.Model, req.Version, nil)
+		v, err := s.enter(ctx, req.Model, req.Version, nil)
 		if err != nil {
 			if e, ok := err.(*Error); ok {
 				e.RequestID = req.ID
@@ -72,7 +72,7 @@ func (s *Server) inferStream(ctx context.Context, req *InferRequest, o origin) i
 			yield(nil, err)
 			return
 		}
-		defer v.gate.leave()
+		defer s.leave(v)
 		v.stream(ctx, req, o, yield)
 	}
 }
@@ -85,7 +85,7 @@ func (m *Model) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*I
 			yield(nil, err)
 			return
 		}
-		v, err := m.s.acquire(m.name, req.Version, m)
+		v, err := m.s.enter(ctx, m.name, req.Version, m)
 		if err != nil {
 			if e, ok := err.(*Error); ok {
 				e.RequestID = req.ID
@@ -93,7 +93,7 @@ func (m *Model) InferStream(ctx context.Context, req *InferRequest) iter.Seq2[*I
 			yield(nil, err)
 			return
 		}
-		defer v.gate.leave()
+		defer m.s.leave(v)
 		v.stream(ctx, req, fromClient, yield)
 	}
 }

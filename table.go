@@ -7,6 +7,7 @@ package triton
 import (
 	"fmt"
 	"maps"
+	"time"
 )
 
 // modelTable is an immutable snapshot of the models the server knows.
@@ -31,8 +32,15 @@ type modelEntry struct {
 	override    bool
 	attempted   uint64
 	// gone lists the versions that served and no longer do (unloaded, or
-	// dropped by a reload), which the index shows as "unloaded".
-	gone []int64
+	// dropped by a reload), which the index shows as "unloaded" (or as
+	// reason says, once the server evicted the model).
+	gone   []int64
+	reason string
+	// pinned: never evicted; keepAlive: unloaded once idle that long
+	// (negative: never); loaded: when the versions were published.
+	pinned    bool
+	keepAlive time.Duration
+	loaded    time.Time
 }
 
 // entryState is what is happening to a model, for the index and for

@@ -66,6 +66,7 @@ type Server struct {
 	opts    options
 	log     *zap.Logger
 	limiter *ratelimit.Limiter   // nil: rate limiting off
+	life    *lifecycle           // nil: neither ControlExplicit nor a memory budget
 	cache   *responsecache.Cache // nil: no response cache
 	metrics *modelmetrics.Registry
 
@@ -125,13 +126,23 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.limiter = l
 	}
+	explicit := o.control.Mode == ControlExplicit
+	if o.loadOnDemand && !explicit {
+		return nil, &Error{Code: InvalidArgument, Err: errors.New("WithLoadOnDemand needs explicit model control (ControlExplicit)")}
+	}
+	if explicit || o.memoryBudget > 0 {
+		s.life = newLifecycle(o.memoryBudget)
+	}
 	s.table.Store(&modelTable{models: map[string]*modelEntry{}})
-	if err := s.loadStartupModels(s.ctx); err != nil {
+	if err := s.loadStartupModels(withTrigger(s.ctx, TriggerStartup)); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	if o.control.Mode == ControlPoll {
 		s.bg.Go(s.poll)
+	}
+	if explicit {
+		s.bg.Go(s.reap)
 	}
 	return s, nil
 }

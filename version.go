@@ -14,6 +14,7 @@ import (
 
 	"github.com/triton-go/triton/backend"
 	"github.com/triton-go/triton/batcher"
+	"github.com/triton-go/triton/cgo/malloctrim"
 	"github.com/triton-go/triton/internal/signature"
 	"github.com/triton-go/triton/modelconfig"
 	"github.com/triton-go/triton/responsecache"
@@ -39,9 +40,17 @@ type version struct {
 	log     *zap.Logger
 
 	gate *gate
-	idle chan *slot   // free instances; capacity = active instances, so putting one back never blocks
-	live atomic.Int32 // active instances still usable
-	pool []*slot      // every instance, including passive ones
+	// mem is what the version holds, in bytes (memory.go), set before it
+	// is published; memReported tells its backend reported it. lastUsed
+	// is when its last request ended (UnixNano; its load before any),
+	// kept under ControlExplicit or a memory budget.
+	mem         int64
+	memReported bool
+	lastUsed    atomic.Int64
+	heat        atomic.Uint64 // float64 bits: requests, decayed with heatLife (memory.go)
+	idle        chan *slot    // free instances; capacity = active instances, so putting one back never blocks
+	live        atomic.Int32  // active instances still usable
+	pool        []*slot       // every instance, including passive ones
 	// ctx is the version's lifetime, a child of the server's: abort ends
 	// it with its cause (the server's close ends it with
 	// ErrServerClosed). Requests waiting for an instance give up when it
@@ -215,6 +224,7 @@ func (v *version) close(cause error) error {
 		if err := safeClose(v.model.Close); err != nil {
 			errs = append(errs, fmt.Errorf("closing model: %w", err))
 		}
+		malloctrim.Trim() // what a native runtime freed goes back to the system
 		v.closeErr = errors.Join(errs...)
 	})
 	return v.closeErr

@@ -239,7 +239,7 @@ func (s *Service) prepare(ctx context.Context, c *inferCall, req *inferencepb.Mo
 	if err != nil {
 		return false, err
 	}
-	sum, err := s.srv.ModelSummary(model, ver)
+	sum, err := s.srv.ModelSummary(ctx, model, ver)
 	if err != nil {
 		return false, err
 	}

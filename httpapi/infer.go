@@ -732,7 +732,7 @@ func (h *handler) inferenceTarget(w http.ResponseWriter, r *http.Request, model,
 		h.writeError(w, err)
 		return triton.ModelSummary{}, false
 	}
-	sum, err := h.srv.ModelSummary(model, ver)
+	sum, err := h.srv.ModelSummary(r.Context(), model, ver)
 	if err != nil {
 		h.writeError(w, err)
 		return triton.ModelSummary{}, false

@@ -98,6 +98,7 @@ type Collector struct {
 	labels    prometheus.Labels
 	err       error // ConstLabels refused: Describe and Collect report it
 	fixed     *fixedDescs
+	life      *lifecycleDescs
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -140,8 +141,9 @@ func newCollector(srv *triton.Server, cfg Config, gpu gpuSource) *Collector {
 		cfg:       cfg,
 		maxSeries: maxSeries(cfg.MaxSeries),
 		labels:    labels,
-		err:       checkConstLabels("Config", labels, labelModel, labelVersion, labelReason, labelGPU),
+		err:       checkConstLabels("Config", labels, labelModel, labelVersion, labelReason, labelGPU, labelTrigger),
 		fixed:     newFixedDescs(labels),
+		life:      newLifecycleDescs(labels),
 		descs:     map[string]*modelDescs{},
 	}
 	if !cfg.DisableCPU {
@@ -194,6 +196,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- f.cpuMemTotal
 		ch <- f.cpuMemUsed
 	}
+	c.life.describe(ch)
 	m := c.descsFor(nil)
 	for _, d := range []*prometheus.Desc{m.success, m.failure, m.count, m.execCount,
 		m.requestDur, m.queueDur, m.inputDur, m.inferDur, m.outputDur, m.pending, m.loadTime,
@@ -210,6 +213,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	c.collectModels(ch)
+	c.collectLifecycle(ch)
 	c.collectMachine(ch)
 	c.srv.ModelMetrics().CollectWith(ch, c.labels)
 }

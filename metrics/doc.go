@@ -33,7 +33,15 @@
 //     and nv_gpu_power_limit (watts), nv_energy_consumption (joules since
 //     the Collector was created);
 //   - tritongo_metrics_dropped_model_versions: the model versions left out
-//     by Config.MaxSeries.
+//     by Config.MaxSeries;
+//   - for a server with a memory budget or under explicit model control
+//     ([triton.Server.Memory]): tritongo_model_memory_budget_bytes,
+//     tritongo_model_memory_resident_bytes, tritongo_model_memory_bytes
+//     (per model and version), tritongo_model_loads_total (label trigger:
+//     startup, explicit, poll, on_demand), tritongo_model_evictions_total
+//     (label reason: memory_budget, keep_alive), tritongo_model_thrash_total
+//     (loads within a minute of the model's eviction) and the histogram
+//     tritongo_model_on_demand_wait_seconds.
 //
 // [NewLatencies] returns a [Latencies]: a [triton.Observer] that records
 // distributions of successful requests, each family opt-in as in

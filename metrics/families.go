@@ -82,6 +82,24 @@ const (
 	helpStage          = "Duration of each stage of successful inference requests (request, queue, compute_input, compute_infer, compute_output), in seconds"
 )
 
+// Families of the models' memory and lifecycle (triton.Server.Memory).
+const (
+	nameMemBudget   = "tritongo_model_memory_budget_bytes"
+	helpMemBudget   = "Memory budget of the loaded models, in bytes (0: none)"
+	nameMemResident = "tritongo_model_memory_resident_bytes"
+	helpMemResident = "Memory held by the loaded model versions, retiring ones included, in bytes"
+	nameMemModel    = "tritongo_model_memory_bytes"
+	helpMemModel    = "Memory held by a loaded model version, in bytes (what its backend reports, or the process's growth while it loaded)"
+	nameLoads       = "tritongo_model_loads_total"
+	helpLoads       = "Number of model loads that published versions, by trigger (startup, explicit, poll, on_demand)"
+	nameEvictions   = "tritongo_model_evictions_total"
+	helpEvictions   = "Number of models unloaded by the server, by reason (memory_budget, keep_alive)"
+	nameThrashes    = "tritongo_model_thrash_total"
+	helpThrashes    = "Number of model loads within a minute of the model's eviction"
+	nameDemandWait  = "tritongo_model_on_demand_wait_seconds"
+	helpDemandWait  = "Time requests waited for their model to load on demand, in seconds"
+)
+
 // Label names.
 const (
 	labelModel   = "model"
@@ -89,6 +107,7 @@ const (
 	labelReason  = "reason"
 	labelGPU     = "gpu_uuid"
 	labelStage   = "stage"
+	labelTrigger = "trigger"
 )
 
 // defaultMaxSeries bounds the model versions a Collector or Latencies

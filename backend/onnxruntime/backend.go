@@ -173,6 +173,7 @@ func (b *Backend) Load(ctx context.Context, spec *backend.ModelSpec) (backend.Mo
 			return fmt.Errorf("%w: %w", err, backend.ErrInvalidInput)
 		}
 		m = &model{spec: spec, src: src, instances: instanceCount(spec.Config)}
+		m.weights, m.weightsErr = weightBytes(src)
 		if libs := spec.Config.GetModelOperations().GetOpLibraryFilename(); len(libs) > 0 && spec.Logger != nil {
 			spec.Logger.Warn("model_operations is ignored: the model loads without its custom operator libraries", zap.Strings("op_library_filename", libs))
 		}
@@ -293,6 +294,9 @@ type model struct {
 	scalarOut []bool        // per output: the same
 	instances int
 	closed    sync.Once
+
+	weights    int64 // the bytes of the initializers, which each session holds (instance.MemoryBytes)
+	weightsErr error // why weights is not known
 }
 
 func (m *model) NewInstance(ctx context.Context, is backend.InstanceSpec) (backend.Instance, error) {

@@ -43,6 +43,18 @@
 // exactly. A request's context cancels a running session through ONNX
 // Runtime's terminate flag.
 //
+// Each instance reports (backend.MemoryReporter) the bytes of the model's
+// initializers, of which its session holds a copy: those of the graph and
+// its subgraphs, sparse ones included, whether their data is in the model
+// file or in external data files, sized from their data types and dims
+// when the model loads (the file is walked without reading the weights).
+// That is the weights only. ONNX Runtime's arena, where a run's
+// activations live, is not counted: its in-use bytes move with every run,
+// and its statistics (AllocatorGetStats) need the session's allocator,
+// which the binding does not reach. Nor are the copies ONNX Runtime makes
+// of some weights (pre-packed for its kernels) and the Constant nodes it
+// turns into initializers.
+//
 // # Configuration
 //
 // Config parameters follow Triton's ONNX Runtime backend:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend/onnxruntime"
+	"github.com/triton-go/triton/cgo/malloctrim"
 	"github.com/triton-go/triton/tensor"
 )
 
@@ -125,11 +126,12 @@ func TestLoadUnloadMemory(t *testing.T) {
 }
 
 // rss returns the process's resident memory in bytes, after a GC that
-// returns freed memory to the system.
+// returns freed memory to the system, Go's and the C heap's.
 func rss(t *testing.T) float64 {
 	t.Helper()
 	runtime.GC()
 	debug.FreeOSMemory()
+	malloctrim.Trim()
 	data, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
 		t.Fatal(err)

@@ -111,6 +111,13 @@
 // with an error saying that a CUDA build of libtorch is needed: the shim
 // is built against the CPU libtorch that Debian packages.
 //
+// Each loaded module is reported (backend.MemoryReporter) as the bytes of
+// its parameters and buffers, its submodules' included, a storage that
+// tied weights share counted once, measured when it loads: by the instance
+// that owns it, or under ENABLE_WEIGHT_SHARING by the model, whose module
+// the instances share. libtorch's code and allocations during a forward
+// are not counted.
+//
 // # Sequence batching
 //
 // Control inputs (START, END, READY, CORRID) must be named

@@ -36,6 +36,7 @@ static struct {
 	__typeof__(&tshim_module_training) module_training; // optional, as get_settings
 	__typeof__(&tshim_arg_copied) arg_copied;           // optional, as get_settings
 	__typeof__(&tshim_arg_printed) arg_printed;         // optional, as get_settings
+	__typeof__(&tshim_module_state_bytes) state_bytes;  // optional, as get_settings
 } fns;
 
 // errorf returns a malloc'd message "<path>: <what>: <detail>".
@@ -89,6 +90,7 @@ char *trun_open(const char *path) {
 	fns.module_training = (__typeof__(&tshim_module_training))dlsym(h, "tshim_module_training");
 	fns.arg_copied = (__typeof__(&tshim_arg_copied))dlsym(h, "tshim_arg_copied");
 	fns.arg_printed = (__typeof__(&tshim_arg_printed))dlsym(h, "tshim_arg_printed");
+	fns.state_bytes = (__typeof__(&tshim_module_state_bytes))dlsym(h, "tshim_module_state_bytes");
 	return NULL;
 }
 
@@ -103,6 +105,8 @@ char *trun_load(const char *path, const tshim_options *opts, tshim_module **out)
 void trun_module_free(tshim_module *m) { fns.module_free(m); }
 
 int trun_module_training(const tshim_module *m) { return fns.module_training != NULL ? fns.module_training(m) : 0; }
+
+int64_t trun_module_state_bytes(const tshim_module *m) { return fns.state_bytes != NULL ? fns.state_bytes(m) : -1; }
 
 size_t trun_num_args(const tshim_module *m) { return fns.num_args(m); }
 

@@ -265,9 +265,10 @@ var ErrClosed = errors.New("torchrun: the module is closed")
 // Module is a loaded TorchScript module; Forward is safe for concurrent
 // use (libtorch's is), and Close waits for the calls in progress.
 type Module struct {
-	path     string
-	args     []Argument
-	training bool
+	path       string
+	args       []Argument
+	training   bool
+	stateBytes int64 // -1: unknown
 
 	mu sync.RWMutex // read-held by forwards, held by Close
 	m  *C.tshim_module
@@ -306,7 +307,7 @@ func Load(path string, opts Options) (*Module, error) {
 	if err := msgErr(C.trun_load(cpath, &copts, &m)); err != nil {
 		return nil, err
 	}
-	mod := &Module{path: path, m: m, training: C.trun_module_training(m) != 0}
+	mod := &Module{path: path, m: m, training: C.trun_module_training(m) != 0, stateBytes: int64(C.trun_module_state_bytes(m))}
 	n := int(C.trun_num_args(m))
 	mod.args = make([]Argument, n)
 	for i := range n {
@@ -331,6 +332,15 @@ func (m *Module) Arguments() []Argument {
 // training. False when the shim predates the check.
 func (m *Module) Training() bool {
 	return m.training
+}
+
+// StateBytes returns the bytes of the module's parameters and buffers, its
+// submodules' included, each storage counted once (tied weights share
+// one), as measured when it loaded; ok is false when the shim predates
+// the measure or libtorch could not tell. It reads a field: safe for
+// concurrent use, also during a Forward and after Close.
+func (m *Module) StateBytes() (n int64, ok bool) {
+	return m.stateBytes, m.stateBytes >= 0
 }
 
 // Close releases the module; Forward after Close returns [ErrClosed].

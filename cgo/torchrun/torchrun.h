@@ -42,6 +42,10 @@ char *trun_get_settings(tshim_settings *out);
 // it (built before it).
 int trun_module_training(const tshim_module *m);
 
+// trun_module_state_bytes calls tshim_module_state_bytes; -1 when the shim
+// lacks it (built before it).
+int64_t trun_module_state_bytes(const tshim_module *m);
+
 // trun_arg_printed calls tshim_arg_printed; trun_arg_type's spelling when
 // the shim lacks it.
 const char *trun_arg_printed(const tshim_module *m, size_t i);

@@ -23,6 +23,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -147,6 +148,7 @@ struct tshim_module {
 	std::vector<std::string> printed; // types as str() prints them (tshim_arg_printed)
 	std::vector<bool> copied; // per argument: forward writes or keeps it, so it gets a copy (writtenOrKept)
 	bool training = false;    // the module was saved in training mode
+	int64_t state_bytes = -1; // tshim_module_state_bytes
 };
 
 struct tshim_outputs {
@@ -298,6 +300,33 @@ std::vector<bool> writtenOrKept(torch::jit::Module &module) {
 	return out;
 }
 
+// stateBytes sums the bytes of module's parameters and buffers, its
+// submodules' included, counting each storage once: tied weights share
+// one, and a storage is the memory held (a tensor may view part of it).
+int64_t stateBytes(const torch::jit::Module &module) {
+	std::unordered_set<const c10::StorageImpl *> seen;
+	int64_t n = 0;
+	auto add = [&](const at::Tensor &t) {
+		if (!t.defined()) {
+			return;
+		}
+		if (!t.has_storage()) {
+			n += static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+			return;
+		}
+		if (seen.insert(t.storage().unsafeGetStorageImpl()).second) {
+			n += static_cast<int64_t>(t.storage().nbytes());
+		}
+	};
+	for (const auto &p : module.named_parameters(/*recurse=*/true)) {
+		add(p.value);
+	}
+	for (const auto &b : module.named_buffers(/*recurse=*/true)) {
+		add(b.value);
+	}
+	return n;
+}
+
 // tensorInput wraps input v (of index i) without a copy.
 at::Tensor tensorInput(const tshim_value &v, size_t i) {
 	c10::ScalarType st;
@@ -375,6 +404,11 @@ char *tshim_load(const char *path, const tshim_options *opts, tshim_module **out
 			m->module = torch::jit::load(path, torch::kCPU); // as saved: Triton calls no eval()
 		}
 		m->training = m->module.is_training();
+		try {
+			m->state_bytes = stateBytes(m->module);
+		} catch (...) {
+			m->state_bytes = -1; // unknown; the module still serves
+		}
 		const auto &args = m->module.get_method("forward").function().getSchema().arguments();
 		for (size_t i = 0; i < args.size(); i++) {
 			if (i == 0 && args[i].type()->kind() == c10::TypeKind::ClassType) {
@@ -411,6 +445,10 @@ void tshim_module_free(tshim_module *m) {
 
 int tshim_module_training(const tshim_module *m) {
 	return m->training ? 1 : 0;
+}
+
+int64_t tshim_module_state_bytes(const tshim_module *m) {
+	return m->state_bytes;
 }
 
 size_t tshim_num_args(const tshim_module *m) {

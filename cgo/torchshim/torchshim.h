@@ -117,6 +117,14 @@ void tshim_module_free(tshim_module *m);
 // (module.training), else 0.
 int tshim_module_training(const tshim_module *m);
 
+// tshim_module_state_bytes is the bytes of m's parameters and buffers,
+// its submodules' included (named_parameters() and named_buffers(),
+// recursively), each storage counted once (tied weights share one): the
+// memory the loaded module holds for its state. It is computed by
+// tshim_load, so the call only reads it; -1 when libtorch could not tell.
+// Optional, as tshim_module_training.
+int64_t tshim_module_state_bytes(const tshim_module *m);
+
 // tshim_num_args is the number of forward's arguments, self excluded.
 size_t tshim_num_args(const tshim_module *m);
 

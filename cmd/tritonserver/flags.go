@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/cloudrepo"
 	"github.com/triton-go/triton/internal/wire"
 )
@@ -29,6 +30,12 @@ type config struct {
 	exitOnError         bool
 	exitTimeout         time.Duration
 	exitDrain           time.Duration // --exit-drain-secs (ours): not ready, still serving, after SIGTERM
+	// Ours: --model-memory-budget (bytes, 0 none), --model-load-on-demand,
+	// --model-keep-alive (keepAliveSet: given).
+	memoryBudget int64
+	loadOnDemand bool
+	keepAlive    time.Duration
+	keepAliveSet bool
 
 	// Parsed and checked here, passed to the libraries where main.go
 	// says "wired at merge": --model-load-thread-count,
@@ -236,6 +243,23 @@ func (c *config) options() []option {
 			n, err := parseInt(v)
 			c.modelLoadRetries = max(n, 0)
 			return err
+		}},
+		{"model-memory-budget", true, func(v string) error {
+			n, err := parseByteSize(v)
+			if err != nil {
+				return fmt.Errorf("invalid argument for --model-memory-budget: %q is not a size in bytes (4294967296, 4Gi, 512Mi, 2G)", v)
+			}
+			c.memoryBudget = n
+			return nil
+		}},
+		{"model-load-on-demand", true, boolean(&c.loadOnDemand)},
+		{"model-keep-alive", true, func(v string) error {
+			d, err := triton.ParseKeepAlive(v)
+			if err != nil {
+				return fmt.Errorf("invalid argument for --model-keep-alive: %w", err)
+			}
+			c.keepAlive, c.keepAliveSet = d, true
+			return nil
 		}},
 		{"model-namespacing", true, warnIfTrue(c, "model-namespacing", "model names must be unique across the repositories; namespacing is not supported")},
 		{"enable-peer-access", true, warnIfTrue(c, "enable-peer-access", noDevices)},
@@ -510,6 +534,9 @@ func (c *config) check() error {
 	if len(c.loadModels) > 0 && c.controlMode != "explicit" {
 		return errors.New("Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.")
 	}
+	if c.loadOnDemand && c.controlMode != "explicit" {
+		return errors.New("Error: Use of '--model-load-on-demand' requires setting '--model-control-mode=explicit' as well.")
+	}
 	if c.pollSecs <= 0 && c.controlMode == "poll" {
 		return errors.New("--repository-poll-secs must be positive in poll mode")
 	}
@@ -651,6 +678,39 @@ func warnIfTrue(c *config, flag, reason string) func(string) error {
 }
 
 // Value parsers, with tritonserver's messages.
+
+// byteUnits are the suffixes parseByteSize reads, as Kubernetes writes
+// memory quantities (Ki, Mi, ... binary; k, M, ... decimal) and as
+// people do (KiB, MB, ...).
+var byteUnits = map[string]int64{
+	"": 1, "B": 1,
+	"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+}
+
+// parseByteSize reads a size in bytes: a whole number, or a number (a
+// fraction allowed) with one of byteUnits; not negative, at most 2^63-1.
+func parseByteSize(v string) (int64, error) {
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(v)
+	}
+	unit, ok := byteUnits[v[i:]]
+	if !ok || i == 0 {
+		return 0, fmt.Errorf("not a size: %q", v)
+	}
+	f, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil {
+		return 0, err
+	}
+	n := f * float64(unit)
+	if n >= math.MaxInt64 {
+		return 0, fmt.Errorf("too large: %q", v)
+	}
+	return int64(n), nil
+}
 
 func parseBool(v string) (bool, error) {
 	switch strings.ToLower(v) {

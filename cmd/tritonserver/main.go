@@ -335,6 +335,10 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 	if len(cfg.loadModels) > 0 {
 		opts = append(opts, triton.WithStartupModels(cfg.loadModels...))
 	}
+	opts = append(opts, triton.WithMemoryBudget(cfg.memoryBudget), triton.WithLoadOnDemand(cfg.loadOnDemand))
+	if cfg.keepAliveSet {
+		opts = append(opts, triton.WithKeepAlive(cfg.keepAlive))
+	}
 	var ortOpts []onnxruntime.Option
 	if n, ok, err := cfg.backendInt("onnxruntime", "default-max-batch-size"); err != nil {
 		return nil, nil, err
