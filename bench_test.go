@@ -126,6 +126,48 @@ func BenchmarkModelHandlePaired(b *testing.B) {
 	b.ReportMetric(median(ratio), "handle/server")
 }
 
+// BenchmarkLifecyclePaired compares Infer on the no-op model served
+// without lifecycle bookkeeping (ControlNone) and with it (ControlExplicit
+// and a memory budget: each request's end recorded for the eviction
+// order), in rounds that alternate which goes first, 20,000 requests each
+// per round; it reports the medians (tracked/plain above 1 is the cost).
+// Run: go test -run '^$' -bench LifecyclePaired -benchtime 40x .
+func BenchmarkLifecyclePaired(b *testing.B) {
+	plain, req := noopServer(b)
+	tracked := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, triton.WithBackend("noop", noop),
+		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("noop"), triton.WithMemoryBudget(1<<30))
+	ctx := context.Background()
+	const n = 20000
+	timeIt := func(srv *triton.Server) float64 {
+		start := time.Now()
+		for range n {
+			if _, err := srv.Infer(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start).Nanoseconds()) / n
+	}
+	var p, t, ratio []float64
+	round := 0
+	for b.Loop() {
+		var pn, tn float64
+		if round%2 == 0 {
+			pn, tn = timeIt(plain), timeIt(tracked)
+		} else {
+			tn, pn = timeIt(tracked), timeIt(plain)
+		}
+		round++
+		p, t, ratio = append(p, pn), append(t, tn), append(ratio, tn/pn)
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	b.ReportMetric(median(p), "plain-ns/req")
+	b.ReportMetric(median(t), "tracked-ns/req")
+	b.ReportMetric(median(ratio), "tracked/plain")
+}
+
 // TestInferAllocationBudget keeps the request path's allocations in check,
 // through Server.Infer and through a Model handle: a regression fails
 // here, not only on a dashboard.

@@ -326,7 +326,7 @@ func (s *Server) loadLocked(ctx context.Context, src source) error {
 	built.loaded = time.Now()
 	built.pinned = built.pinned || s.pinnedAtStartup(name)
 	for _, v := range built.versions {
-		v.lastUsed.Store(built.loaded.UnixNano())
+		v.lastUsed.Store(int64(s.clock()))
 	}
 	var old []*version
 	s.update(name, func(e *modelEntry) *modelEntry {

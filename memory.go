@@ -188,7 +188,7 @@ func (s *Server) Memory() MemoryUsage {
 		for _, v := range e.versions {
 			listed[v] = true
 			u.Models = append(u.Models, ModelMemory{Name: e.name, Version: v.number, Bytes: v.mem, Reported: v.memReported,
-				Pinned: e.pinned, Retiring: e.state == stateUnloading, LastUsed: time.Unix(0, v.lastUsed.Load())})
+				Pinned: e.pinned, Retiring: e.state == stateUnloading, LastUsed: s.timeOf(time.Duration(v.lastUsed.Load()))})
 		}
 	}
 	s.retiring.Range(func(k, _ any) bool {
@@ -197,7 +197,7 @@ func (s *Server) Memory() MemoryUsage {
 			return true // unloading: listed by its model
 		}
 		u.Models = append(u.Models, ModelMemory{Name: v.name, Version: v.number, Bytes: v.mem, Reported: v.memReported,
-			Retiring: true, LastUsed: time.Unix(0, v.lastUsed.Load())})
+			Retiring: true, LastUsed: s.timeOf(time.Duration(v.lastUsed.Load()))})
 		return true
 	})
 	for _, m := range u.Models {
@@ -357,18 +357,24 @@ func (s *Server) busy(e *modelEntry) bool {
 // every heatLife.
 const heatLife = 10 * time.Second
 
-// used records a request of v that ended at now: its last use, and its
-// heat, a count of requests in which each weighs half as much every
-// heatLife (two concurrent leaves may lose one request's weight: the
-// heat is an estimate).
-func (v *version) used(now time.Time) {
-	last := v.lastUsed.Swap(now.UnixNano())
-	v.heat.Store(math.Float64bits(decay(math.Float64frombits(v.heat.Load()), now.Sub(time.Unix(0, last))) + 1))
+// heat is a version's requests, each weighing half as much every heatLife,
+// as of the last look (at, on the server's clock, having seen count
+// uses). Requests record nothing but their use count, so the decay is
+// applied when the eviction order looks: the requests since the last look
+// weigh as if they had just ended.
+type heat struct {
+	value float64
+	at    time.Duration
+	count uint64
 }
 
-// heatAt is v's heat at now.
-func (v *version) heatAt(now time.Time) float64 {
-	return decay(math.Float64frombits(v.heat.Load()), now.Sub(time.Unix(0, v.lastUsed.Load())))
+// heatNow is v's heat at now (the server's clock); s.life.mu must be held.
+func (v *version) heatNow(now time.Duration) float64 {
+	n := v.uses.Load()
+	h := &v.heat
+	h.value = decay(h.value, now-h.at) + float64(n-h.count)
+	h.at, h.count = now, n
+	return h.value
 }
 
 func decay(h float64, d time.Duration) float64 {
@@ -378,13 +384,21 @@ func decay(h float64, d time.Duration) float64 {
 	return h * math.Exp2(-float64(d)/float64(heatLife))
 }
 
-// lastUsed is when the model's last request ended (or it loaded).
-func (e *modelEntry) lastUsed() time.Time {
+// clock is the server's clock: the monotonic time since it started, which
+// a request reads once (cheaper than a wall-clock reading).
+func (s *Server) clock() time.Duration { return time.Since(s.epoch) }
+
+// timeOf is the wall-clock time of a reading of the server's clock.
+func (s *Server) timeOf(d time.Duration) time.Time { return s.epoch.Add(d) }
+
+// lastUsed is when the model's last request ended (or it loaded), on the
+// server's clock.
+func (e *modelEntry) lastUsed() time.Duration {
 	var t int64
 	for _, v := range e.versions {
 		t = max(t, v.lastUsed.Load())
 	}
-	return time.Unix(0, t)
+	return time.Duration(t)
 }
 
 // bytes is what the model's serving versions hold.
@@ -484,7 +498,8 @@ func (s *Server) pinnedBytes(model string) int64 {
 }
 
 // roomSignal returns a channel closed the next time room may have been
-// made: a request left a model, a model unloaded, a load ended.
+// made, or a model came to serve: a request left a model, a model
+// unloaded or loaded, a load ended.
 func (l *lifecycle) roomSignal() <-chan struct{} {
 	l.roomMu.Lock()
 	defer l.roomMu.Unlock()
@@ -522,18 +537,20 @@ func (s *Server) victim(tried map[string]bool) string {
 		name   string
 		recent bool
 		heat   float64
-		used   time.Time
+		used   time.Duration
 	}
 	var cs []cand
-	now := time.Now()
+	now := s.clock()
 	for name, e := range s.table.Load().models {
 		if tried[name] || e.pinned || e.state != stateServing || len(e.versions) == 0 || e.bytes() == 0 || s.busy(e) {
 			continue
 		}
-		c := cand{name: name, recent: now.Sub(e.loaded) < minResidency, used: e.lastUsed()}
+		c := cand{name: name, recent: time.Since(e.loaded) < minResidency, used: e.lastUsed()}
+		s.life.mu.Lock()
 		for _, v := range e.versions {
-			c.heat += v.heatAt(now)
+			c.heat += v.heatNow(now)
 		}
+		s.life.mu.Unlock()
 		cs = append(cs, c)
 	}
 	if len(cs) == 0 {
@@ -546,7 +563,7 @@ func (s *Server) victim(tried map[string]bool) string {
 			}
 			return -1
 		}
-		return cmp.Or(cmp.Compare(a.heat, b.heat), a.used.Compare(b.used), strings.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(a.heat, b.heat), cmp.Compare(a.used, b.used), strings.Compare(a.name, b.name))
 	}).name
 }
 
@@ -620,7 +637,7 @@ func (s *Server) evict(model, reason, why string) bool {
 	}
 	freed := e.bytes()
 	now := time.Now()
-	idle := now.Sub(e.lastUsed())
+	idle := s.clock() - e.lastUsed()
 	s.finishUnload(model, s.markUnloading(model), why)
 	l := s.life
 	l.mu.Lock()
@@ -668,6 +685,7 @@ func (s *Server) loaded(ctx context.Context, e *modelEntry) {
 	case l.kick <- struct{}{}:
 	default:
 	}
+	l.signalRoom() // loads on demand waiting their turn look again
 }
 
 type triggerKey struct{}

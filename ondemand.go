@@ -34,7 +34,8 @@ func (s *Server) exit(v *version, used bool) {
 		return
 	}
 	if used {
-		v.used(time.Now())
+		v.lastUsed.Store(int64(s.clock()))
+		v.uses.Add(1)
 	}
 	v.gate.leave()
 	if l.waiting.Load() > 0 {
@@ -93,18 +94,29 @@ func (s *Server) demandLoad(ctx context.Context, model string, ver int64, start 
 	ch := s.life.demand.DoChan(model, func() (any, error) {
 		lctx, stop := s.bind(withTrigger(context.Background(), TriggerOnDemand))
 		defer stop()
-		if s.opts.memoryBudget > 0 {
-			// One load on demand at a time: loads in progress hold room
-			// in the budget, and several at once would push out the
-			// models in use to make it.
+		if s.opts.memoryBudget == 0 {
+			return nil, s.Load(lctx, model, nil)
+		}
+		// One load on demand at a time: loads in progress hold room in
+		// the budget, and several at once would push out the models in
+		// use to make it. While it waits its turn, the model may come to
+		// serve otherwise (an explicit load): then its requests, which
+		// keep it from being evicted, must not wait behind the load that
+		// has the turn, which may be waiting for that room.
+		for {
+			if !s.demandable(model) {
+				return nil, nil
+			}
+			room := s.life.roomSignal()
 			select {
 			case s.life.demandTurn <- struct{}{}:
 				defer func() { <-s.life.demandTurn }()
+				return nil, s.Load(lctx, model, nil)
+			case <-room:
 			case <-lctx.Done():
 				return nil, &Error{Code: Unavailable, Model: model, Err: ErrServerClosed}
 			}
 		}
-		return nil, s.Load(lctx, model, nil)
 	})
 	select {
 	case r := <-ch:
@@ -169,7 +181,7 @@ func (s *Server) reapOnce(now time.Time) time.Time {
 			later(now.Add(max(e.keepAlive, busyRecheck)))
 			continue
 		}
-		expiry := e.lastUsed().Add(e.keepAlive)
+		expiry := s.timeOf(e.lastUsed() + e.keepAlive)
 		if expiry.After(now) {
 			later(expiry)
 			continue

@@ -387,10 +387,10 @@ func WithTracer(t *trace.Tracer) Option {
 // no budget). Every loaded model version is accounted for: by what its
 // backend reports ([backend.MemoryReporter]: ONNX Runtime its sessions'
 // weights, PyTorch its modules' parameters and buffers, Python its stub
-// processes' resident memory), or else by how much the process's resident
-// memory grew while it loaded. A load that would pass the budget first
-// evicts idle models, least recently used (under [ControlExplicit]; in the
-// other modes nothing is evicted), and fails, with an error naming the
+// processes' private resident memory), or else by how much the process's
+// resident memory grew while it loaded. A load that would pass the budget
+// first evicts idle models, the coldest first (under [ControlExplicit]; in
+// the other modes nothing is evicted), and fails, with an error naming the
 // budget, the model's size and what holds the rest, when the model cannot
 // fit. Models named by [WithStartupModels], and models whose config has
 // the parameter pinned "true", are never evicted; nor is a model with

@@ -67,6 +67,7 @@ type Server struct {
 	log     *zap.Logger
 	limiter *ratelimit.Limiter   // nil: rate limiting off
 	life    *lifecycle           // nil: neither ControlExplicit nor a memory budget
+	epoch   time.Time            // when New began: the zero of the server's clock (memory.go)
 	cache   *responsecache.Cache // nil: no response cache
 	metrics *modelmetrics.Registry
 
@@ -116,6 +117,7 @@ func New(opts ...Option) (*Server, error) {
 	// logger's configuration (zap's production config adds them at Error).
 	s := &Server{opts: o, log: o.logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel)), metrics: modelmetrics.NewRegistry()}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.epoch = time.Now()
 	if o.cacheBytes > 0 {
 		s.cache = responsecache.New(o.cacheBytes)
 	}

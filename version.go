@@ -40,17 +40,20 @@ type version struct {
 	log     *zap.Logger
 
 	gate *gate
+	idle chan *slot   // free instances; capacity = active instances, so putting one back never blocks
+	live atomic.Int32 // active instances still usable
+	pool []*slot      // every instance, including passive ones
 	// mem is what the version holds, in bytes (memory.go), set before it
 	// is published; memReported tells its backend reported it. lastUsed
-	// is when its last request ended (UnixNano; its load before any),
-	// kept under ControlExplicit or a memory budget.
+	// is when its last request ended (its load before any), as the
+	// server's clock reads it, and uses counts its requests: both kept
+	// under ControlExplicit or a memory budget. heat is the eviction
+	// order's view of uses (memory.go), under the lifecycle's lock.
 	mem         int64
 	memReported bool
 	lastUsed    atomic.Int64
-	heat        atomic.Uint64 // float64 bits: requests, decayed with heatLife (memory.go)
-	idle        chan *slot    // free instances; capacity = active instances, so putting one back never blocks
-	live        atomic.Int32  // active instances still usable
-	pool        []*slot       // every instance, including passive ones
+	uses        atomic.Uint64
+	heat        heat
 	// ctx is the version's lifetime, a child of the server's: abort ends
 	// it with its cause (the server's close ends it with
 	// ErrServerClosed). Requests waiting for an instance give up when it

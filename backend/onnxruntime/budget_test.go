@@ -94,7 +94,7 @@ func budgetServer(t *testing.T, dir string, opts ...triton.Option) *triton.Serve
 // unloaded, the process's memory comes back: close to where it was
 // without models (ONNX Runtime and the C heap keep a few MiB of freed
 // memory mapped for reuse, which varies from run to run), and the second
-// round ends no higher than the first plus one model.
+// round ends no higher than the first plus the budget.
 func TestBudgetZipf(t *testing.T) {
 	const models, fits, callers = 20, 5, 32
 	dir := budgetModels(t, models)
@@ -133,8 +133,18 @@ func TestBudgetZipf(t *testing.T) {
 	second := z.round(t, dir)
 	t.Logf("process RSS with everything unloaded: %+.1f MiB after the first round, %+.1f MiB after the second, from %.1f MiB without models",
 		mib(first-base), mib(second-base), mib(base))
-	if second-first > size {
-		t.Errorf("RSS grew by %.1f MiB from the first round to the second, more than one model", mib(second-first))
+	// What stays mapped varies from run to run by some 20 MiB (and grows
+	// with the race detector's own memory): the bounds catch a leak of
+	// the models, each round loading and evicting over a hundred (500
+	// MiB and more).
+	allowance := z.budget + raceAllowance
+	for i, r := range []int64{first, second} {
+		if r-base > 2*allowance {
+			t.Errorf("round %d left RSS %.1f MiB over its %.1f MiB without models, more than %.1f MiB", i+1, mib(r-base), mib(base), mib(2*allowance))
+		}
+	}
+	if second-first > allowance {
+		t.Errorf("RSS grew by %.1f MiB from the first round to the second, more than the budget (%.1f MiB)", mib(second-first), mib(allowance))
 	}
 }
 
@@ -253,11 +263,18 @@ func bucketQuantile(buckets []uint64, total uint64, q float64) string {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
+// cacheAllowance is what ONNX Runtime and the C heap may keep mapped
+// after its models are gone, which varies from run to run (0 to 23 MiB
+// measured, whatever the number of cycles): a leak of the evicted
+// sessions, 4 MiB each, passes it within a few cycles.
+const cacheAllowance = 24 << 20
+
 // TestLoadEvictCycles: two models under a budget that fits one, asked
 // for in turn with loads on demand, so that every request loads one and
 // evicts the other, -reliability.cycles times; the process's memory after
-// the last cycle is no higher than after the first tenth (ONNX Runtime
-// gives back what an evicted session held).
+// the last cycle is no higher than after the first tenth, but for what
+// the allocators keep (ONNX Runtime gives back what an evicted session
+// held).
 func TestLoadEvictCycles(t *testing.T) {
 	dir := budgetModels(t, 2)
 	probe := budgetServer(t, dir)
@@ -296,7 +313,8 @@ func TestLoadEvictCycles(t *testing.T) {
 	}
 	t.Logf("%d cycles of two loads and evictions (%v a cycle): RSS %.1f MiB after %d, %.1f MiB after %d (%+.1f MiB)",
 		*cycles, (time.Since(start) / time.Duration(*cycles-warm)).Round(time.Microsecond), before/(1<<20), warm, after/(1<<20), *cycles, (after-before)/(1<<20))
-	if after-before > float64(size) {
-		t.Errorf("RSS grew by %.1f MiB over %d cycles, more than one model (%.1f MiB)", (after-before)/(1<<20), *cycles-warm, mib(size))
+	if after-before > float64(cacheAllowance+raceAllowance) {
+		t.Errorf("RSS grew by %.1f MiB over %d cycles, more than what ONNX Runtime and the C heap may keep mapped (%.1f MiB) and the race detector's allowance (%.1f MiB)",
+			(after-before)/(1<<20), *cycles-warm, mib(cacheAllowance), mib(raceAllowance))
 	}
 }

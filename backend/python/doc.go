@@ -56,6 +56,14 @@
 // after every request of the batch passed its deadline is killed and
 // replaced. A stub exits by itself when the server goes away.
 //
+// Each instance reports (backend.MemoryReporter) its stub's private and
+// shared-memory resident pages, RssAnon and RssShmem of /proc/<pid>/status:
+// the interpreter's heap, what the model imported and keeps, and the pages
+// of the shared-memory regions the stub has touched (not the code it
+// shares with every Python process); processes the model starts are not
+// counted. An instance whose stub has exited (one being replaced) reports
+// an error.
+//
 // Python-based backends: a model whose ModelSpec has a BackendDir and whose
 // config's runtime is "model.py" (the server found its backend in the
 // backend directory, triton.WithBackendDirectory) runs BackendDir/model.py,
