@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 5000x ./backend/python
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/onnxruntime
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/pytorch
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5000x ./backend/fil/lightgbm
 
 # Benchmarks behind docs/performance.md.
 bench: deps
