@@ -11,7 +11,11 @@
 #     of the ONNX Runtime tests (scripts/fetch-models.sh), into .cache/;
 #   - the PyTorch shim .cache/backends/pytorch/libtriton_pytorch.so, built
 #     from cgo/torchshim against Debian's libtorch-dev, which it installs
-#     (scripts/build-torch-shim.sh).
+#     (scripts/build-torch-shim.sh);
+#   - apt: libxgboost-dev (XGBoost 1.7.4: libxgboost0's library, which the
+#     FIL backend loads at run time for XGBoost models, and the C API header
+#     that cgo/xgbrun's tests check its declarations against) and
+#     python3-xgboost (scripts/gen-fil-models.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -24,6 +28,9 @@ command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 ((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
 # python3-torch with libtorch-dev (the shim's headers, scripts/build-torch-shim.sh): one apt run.
 /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || apt_install --no-install-recommends python3-torch libtorch-dev g++
+# XGBoost's library and header, and its Python package: one apt run.
+{ [ -e /usr/include/xgboost/c_api.h ] && /usr/bin/python3 -c 'import xgboost' >/dev/null 2>&1; } ||
+  apt_install libxgboost-dev python3-xgboost
 
 if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed (expected /usr/local/go/bin/go); install Go 1.26 and retry" >&2

@@ -2,6 +2,7 @@ package fil_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -207,4 +208,93 @@ func TestConformanceLightGBM(t *testing.T) {
 	)
 }
 
-var _ = modelconfig.DataType_TYPE_FP32
+// xgbExpect is an expect.json of package xgboost's fixtures: held-out
+// rows (null for a missing value) and XGBoost's own predict and
+// pred_contribs.
+type xgbExpect struct {
+	Features, Outputs, Rows int
+	Input                   []*float64
+	Predict, Contribs       []float64
+}
+
+func readExpect(t *testing.T, name string) (fixture, xgbExpect) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("xgboost", "testdata", name+".expect.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e xgbExpect
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	fx := fixture{features: e.Features}
+	for i := range e.Rows {
+		row := make([]float32, e.Features)
+		for j := range row {
+			row[j] = float32(math.NaN())
+			if v := e.Input[i*e.Features+j]; v != nil {
+				row[j] = float32(*v)
+			}
+		}
+		fx.rows = append(fx.rows, row)
+	}
+	return fx, e
+}
+
+// TestConformanceXGBoost runs the kit on XGBoost models in the three
+// formats (a regressor, a binary and a 3-class classifier with
+// treeshap_output), each answer checked against XGBoost's own predict and
+// pred_contribs, NaN rows included.
+func TestConformanceXGBoost(t *testing.T) {
+	file := func(name, ext string) string { return filepath.Join("xgboost", "testdata", name+"."+ext) }
+	reg, regE := readExpect(t, "regression")
+	bin, binE := readExpect(t, "binary")
+	multi, multiE := readExpect(t, "softprob")
+	per := func(e xgbExpect) func(i int) []float32 {
+		return func(i int) []float32 {
+			out := make([]float32, e.Outputs)
+			for c := range out {
+				out[c] = float32(e.Predict[i*e.Outputs+c])
+			}
+			return out
+		}
+	}
+	const tol = 1e-6
+	withSHAP := filModel(t, "softprob_ubj", file("softprob", "ubj"), "xgboost.ubj", multi.features, "3",
+		map[string]string{"model_type": "xgboost_ubj", "is_classifier": "true", "threshold": "0.5", "predict_proba": "true"})
+	withSHAP.Config.Output = append(withSHAP.Config.Output, &modelconfig.ModelOutput{Name: fil.SHAPName, DataType: modelconfig.DataType_TYPE_FP32,
+		Dims: []int64{int64(multiE.Outputs), int64(multi.features + 1)}})
+	shapReq := rowsRequest(t, multi, 0, 8, per(multiE), tol)
+	check := shapReq.Check
+	shapReq.Check = func(outs []tensor.Tensor) error {
+		for _, o := range outs {
+			v, err := tensor.View[float32](o)
+			if err != nil {
+				return err
+			}
+			switch o.Name {
+			case fil.OutputName:
+				if err := check([]tensor.Tensor{o}); err != nil {
+					return err
+				}
+			case fil.SHAPName:
+				for i, got := range v {
+					if want := multiE.Contribs[i]; math.Abs(float64(got)-want) > 1e-5*max(1, math.Abs(want)) {
+						return fmt.Errorf("%s value %d: %v, want %v", fil.SHAPName, i, got, want)
+					}
+				}
+			}
+		}
+		return nil
+	}
+	withSHAP.Requests = []backendtest.Request{shapReq}
+	backendtest.Run(t, fil.New(),
+		filModel(t, "regression_legacy", file("regression", "model"), "xgboost.model", reg.features, "1",
+			map[string]string{"is_classifier": "false"},
+			rowsRequest(t, reg, 0, 16, per(regE), tol), rowsRequest(t, reg, 16, regE.Rows, per(regE), tol)),
+		filModel(t, "binary_json", file("binary", "json"), "xgboost.json", bin.features, "1",
+			map[string]string{"model_type": "xgboost_json", "is_classifier": "true", "threshold": "0.5", "predict_proba": "true"},
+			rowsRequest(t, bin, 0, 16, per(binE), tol)),
+		withSHAP,
+	)
+}

@@ -58,6 +58,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/backend/fil"
 	"github.com/triton-go/triton/backend/onnxruntime"
 	"github.com/triton-go/triton/backend/python"
 	"github.com/triton-go/triton/backend/pytorch"
@@ -361,6 +362,7 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 		return nil, nil, err
 	}
 	opts = append(opts, triton.WithBackend(python.Name, python.New(pyOpts...)))
+	opts = append(opts, triton.WithBackend(fil.Name, fil.New()))
 	if cfg.rateLimit == "execution_count" {
 		rl := ratelimit.Config{}
 		for _, r := range cfg.rateLimitResources {
