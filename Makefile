@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/onnxruntime
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime 20000x ./backend/pytorch
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5000x ./backend/fil/lightgbm
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 20000x ./cgo/xgbrun
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 3000x ./cgo/xgbrun
 
 # Benchmarks behind docs/performance.md.
 bench: deps
