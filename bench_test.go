@@ -93,7 +93,17 @@ func BenchmarkModelInferNoop(b *testing.B) {
 // Run: go test -run '^$' -bench ModelHandlePaired -benchtime 40x .
 func BenchmarkModelHandlePaired(b *testing.B) {
 	srv, req := noopServer(b)
-	m := srv.Model("noop")
+	server, handle, ratio := pairedRounds(b, req, srv.Infer, srv.Model("noop").Infer)
+	b.ReportMetric(server, "server-ns/req")
+	b.ReportMetric(handle, "handle-ns/req")
+	b.ReportMetric(ratio, "handle/server")
+}
+
+// pairedRounds times base and other on req, 20,000 requests each per
+// round, in rounds that alternate which goes first (pairing inside one
+// round keeps the VM's drift out of the ratio), and returns the medians
+// of the rounds' ns per request and of their ratios other/base.
+func pairedRounds(b *testing.B, req *triton.InferRequest, base, other func(context.Context, *triton.InferRequest) (*triton.InferResponse, error)) (baseNS, otherNS, ratio float64) {
 	ctx := context.Background()
 	const n = 20000
 	timeIt := func(infer func(context.Context, *triton.InferRequest) (*triton.InferResponse, error)) float64 {
@@ -105,25 +115,23 @@ func BenchmarkModelHandlePaired(b *testing.B) {
 		}
 		return float64(time.Since(start).Nanoseconds()) / n
 	}
-	var server, handle, ratio []float64
+	var xs, ys, rs []float64
 	round := 0
 	for b.Loop() {
-		var s, h float64
+		var x, y float64
 		if round%2 == 0 {
-			s, h = timeIt(srv.Infer), timeIt(m.Infer)
+			x, y = timeIt(base), timeIt(other)
 		} else {
-			h, s = timeIt(m.Infer), timeIt(srv.Infer)
+			y, x = timeIt(other), timeIt(base)
 		}
 		round++
-		server, handle, ratio = append(server, s), append(handle, h), append(ratio, h/s)
+		xs, ys, rs = append(xs, x), append(ys, y), append(rs, y/x)
 	}
 	median := func(xs []float64) float64 {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	b.ReportMetric(median(server), "server-ns/req")
-	b.ReportMetric(median(handle), "handle-ns/req")
-	b.ReportMetric(median(ratio), "handle/server")
+	return median(xs), median(ys), median(rs)
 }
 
 // BenchmarkLifecyclePaired compares Infer on the no-op model served
@@ -136,36 +144,10 @@ func BenchmarkLifecyclePaired(b *testing.B) {
 	plain, req := noopServer(b)
 	tracked := newServer(b, map[string]string{"noop/config.pbtxt": noopConfig, "noop/1/x": ""}, triton.WithBackend("noop", noop),
 		triton.WithModelControl(triton.ModelControl{Mode: triton.ControlExplicit}), triton.WithStartupModels("noop"), triton.WithMemoryBudget(1<<30))
-	ctx := context.Background()
-	const n = 20000
-	timeIt := func(srv *triton.Server) float64 {
-		start := time.Now()
-		for range n {
-			if _, err := srv.Infer(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return float64(time.Since(start).Nanoseconds()) / n
-	}
-	var p, t, ratio []float64
-	round := 0
-	for b.Loop() {
-		var pn, tn float64
-		if round%2 == 0 {
-			pn, tn = timeIt(plain), timeIt(tracked)
-		} else {
-			tn, pn = timeIt(tracked), timeIt(plain)
-		}
-		round++
-		p, t, ratio = append(p, pn), append(t, tn), append(ratio, tn/pn)
-	}
-	median := func(xs []float64) float64 {
-		slices.Sort(xs)
-		return xs[len(xs)/2]
-	}
-	b.ReportMetric(median(p), "plain-ns/req")
-	b.ReportMetric(median(t), "tracked-ns/req")
-	b.ReportMetric(median(ratio), "tracked/plain")
+	p, t, ratio := pairedRounds(b, req, plain.Infer, tracked.Infer)
+	b.ReportMetric(p, "plain-ns/req")
+	b.ReportMetric(t, "tracked-ns/req")
+	b.ReportMetric(ratio, "tracked/plain")
 }
 
 // TestInferAllocationBudget keeps the request path's allocations in check,

@@ -35,19 +35,15 @@ func (c *console) f(x float64) string {
 
 // cppDouble is a double through a default-formatted C++ stream: %g with 6
 // significant digits ("1407.84", "69.2", "10", "1.23457e+06").
-func cppDouble(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(x, 'g', 6, 64)
-}
+func cppDouble(x float64) string { return streamDouble(x, 'g', 6) }
 
-func fixed2(x float64) string {
+// fixed2 is a double through a C++ stream set to std::fixed and
+// precision 2.
+func fixed2(x float64) string { return streamDouble(x, 'f', 2) }
+
+// streamDouble formats x as strconv does, but for NaN and the infinities,
+// which a C++ stream writes "nan", "inf" and "-inf".
+func streamDouble(x float64, format byte, prec int) string {
 	switch {
 	case math.IsNaN(x):
 		return "nan"
@@ -56,7 +52,7 @@ func fixed2(x float64) string {
 	case math.IsInf(x, -1):
 		return "-inf"
 	}
-	return strconv.FormatFloat(x, 'f', 2, 64)
+	return strconv.FormatFloat(x, format, prec, 64)
 }
 
 // reportOptions are what the blocks depend on besides the result.
