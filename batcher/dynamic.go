@@ -110,6 +110,9 @@ type Env[T, I any] struct {
 //     result is the same: with no max_queue_delay, a request that finds an
 //     instance free forms and dispatches the batch on its own goroutine in
 //     Enqueue; an instance coming back forms the next batch in Release.
+//     Nor is it woken by a request queued while it waits for an instance
+//     (every instance busy), unless the request brings the closest
+//     queue-policy deadline: the wake-up would find no instance either.
 type Dynamic[T any, I comparable] struct {
 	env      Env[T, I]
 	idle     chan I
@@ -138,7 +141,13 @@ type Dynamic[T any, I comparable] struct {
 	// growing is the batch the scheduler sleeps on, holding an instance,
 	// until it grows or the delay passes: see [Dynamic.extends].
 	growing growth[T]
+	// starved: the scheduler waits for a free instance, with its timer
+	// armed for next as it was; a request that sets no earlier deadline
+	// need not wake it, since it forms a batch from the whole queue once
+	// an instance comes back.
+	starved bool
 	passes  int // form calls, which the tests count
+	rounds  int // scheduler loop iterations, which the tests count
 
 	own     scratch[T] // the scheduler goroutine's
 	scratch sync.Pool  // of *scratch[T], for Release on other goroutines
@@ -244,10 +253,12 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 	l.main.pushBack(n)
 	d.count++
 	d.rows += n.rows
-	if t > 0 && (d.next.IsZero() || n.deadline.Before(d.next)) {
+	sooner := t > 0 && (d.next.IsZero() || n.deadline.Before(d.next))
+	if sooner {
 		d.next = n.deadline
 	}
 	quiet := t == 0 && d.extends(lvl-1, item)
+	starved := d.starved && !sooner
 	// A busy instance that offered takes the batch this request fills, when
 	// no instance is free for it (none is held waiting for its batch to
 	// grow, none is waiting to be taken).
@@ -276,6 +287,9 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 			d.idle <- inst
 		default:
 		}
+	}
+	if starved {
+		return nil
 	}
 	select {
 	case d.kick <- struct{}{}:
@@ -388,6 +402,8 @@ func (d *Dynamic[T, I]) run() {
 	for {
 		d.mu.Lock()
 		empty, next := d.count == 0, d.next
+		d.starved = !empty && !have
+		d.rounds++
 		d.mu.Unlock()
 		if empty {
 			select {

@@ -727,3 +727,38 @@ func TestEnqueueDispatches(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvedScheduler: while every instance is busy, requests queue
+// without waking the scheduler, unless one brings the closest queue-policy
+// deadline, which it must then arm; the instance coming back takes them
+// all in one batch.
+func TestStarvedScheduler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{MaxBatchSize: 64, MaxQueueDelay: time.Millisecond,
+			DefaultPolicy: QueuePolicy{DefaultTimeout: time.Hour, AllowTimeoutOverride: true}})
+		rounds := func() int {
+			h.d.mu.Lock()
+			defer h.d.mu.Unlock()
+			return h.d.rounds
+		}
+		h.add(1, 1, 0, 0, 0)
+		synctest.Wait()
+		before := rounds()
+		for id := 2; id <= 20; id++ {
+			h.add(id, 1, 0, 0, 0) // the policy's hour, later than request 1's
+			synctest.Wait()
+		}
+		if n := rounds() - before; n != 0 {
+			t.Errorf("the scheduler woke %d times for 19 requests queued behind busy instances, want 0", n)
+		}
+		h.add(21, 1, 0, 0, time.Second) // the closest deadline now
+		synctest.Wait()
+		if n := rounds() - before; n != 1 {
+			t.Errorf("the scheduler woke %d times for a request with the closest deadline, want 1", n)
+		}
+		h.free(0)
+		time.Sleep(time.Millisecond) // the queue delay; request 1 waited no time on the fake clock
+		synctest.Wait()
+		h.want([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21})
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -26,6 +27,7 @@ import (
 type benchModel struct {
 	name, modelType, file, target string
 	features                      int
+	rows                          int // rows per phase of a round
 	open                          func(t testing.TB) fil.Forest
 }
 
@@ -65,7 +67,10 @@ parameters [ { key: "model_type" value: { string_value: %q } }, { key: "is_class
 // per second of: the forest's own Predict on pre-formed batches of 64
 // rows (the limit); the server with dynamic batching under 64 callers of
 // one row each; the same callers without batching. It reports the
-// medians and the ratios to the limit.
+// medians and the ratios to the limit, and where the batched server's
+// time goes: the share of it its instance spent executing batches (busy)
+// and the execution time per row (exec-µs/row, the mean over all
+// batches) beside the limit's (limit-µs/row, the mean over rounds).
 func benchBatching(b *testing.B, m benchModel) {
 	forest := m.open(b)
 	defer forest.Close()
@@ -75,7 +80,8 @@ func benchBatching(b *testing.B, m benchModel) {
 	}
 	defer srv.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
-	const callers, batch, perRound = 64, 64, 20000
+	const callers, batch = 64, 64
+	perRound := m.rows
 	rows := make([]float32, batch*m.features)
 	for i := range rows {
 		rows[i] = rng.Float32()*4 - 2
@@ -90,9 +96,13 @@ func benchBatching(b *testing.B, m benchModel) {
 		}
 		return float64(perRound/batch*batch) / time.Since(start).Seconds()
 	}
+	var batchedWall time.Duration // the batched phases', for the instance's busy share
 	served := func(model string) float64 {
 		var wg sync.WaitGroup
 		start := time.Now()
+		if model == m.name {
+			defer func() { batchedWall += time.Since(start) }()
+		}
 		for c := range callers {
 			wg.Go(func() {
 				in, _ := tensor.From(fil.InputName, tensor.Shape{1, int64(m.features)}, rows[(c%batch)*m.features:(c%batch+1)*m.features])
@@ -127,6 +137,17 @@ func benchBatching(b *testing.B, m benchModel) {
 	}
 	if st, err := srv.Stats(m.name, 0); err == nil && len(st) == 1 && st[0].ExecutionCount > 0 {
 		b.ReportMetric(float64(st[0].InferenceCount)/float64(st[0].ExecutionCount), "rows/batch")
+		var busy time.Duration
+		for _, x := range st[0].Batches {
+			busy += x.ComputeInput.Total + x.ComputeInfer.Total + x.ComputeOutput.Total
+		}
+		b.ReportMetric(float64(busy)/float64(batchedWall), "busy")
+		b.ReportMetric(float64(busy.Nanoseconds())/float64(st[0].InferenceCount)/1e3, "exec-µs/row")
+		perRow := 0.0
+		for _, l := range lim {
+			perRow += 1e6 / l / float64(len(lim))
+		}
+		b.ReportMetric(perRow, "limit-µs/row")
 	}
 	b.ReportMetric(med(lim), "limit-rows/s")
 	b.ReportMetric(med(dyn), "batched-rows/s")
@@ -140,7 +161,7 @@ func benchBatching(b *testing.B, m benchModel) {
 // Run: go test -run '^$' -bench BatchingLightGBM -benchtime 5x ./backend/fil
 func BenchmarkBatchingLightGBM(b *testing.B) {
 	file := filepath.Join("lightgbm", "testdata", "binary", "binary", "model.txt")
-	benchBatching(b, benchModel{name: "lgb", modelType: "lightgbm", file: file, target: "model.txt", features: 28,
+	benchBatching(b, benchModel{name: "lgb", modelType: "lightgbm", file: file, target: "model.txt", features: 28, rows: 20000,
 		open: func(tb testing.TB) fil.Forest {
 			f, err := lightgbm.Load(file)
 			if err != nil {
@@ -156,12 +177,34 @@ func BenchmarkBatchingLightGBM(b *testing.B) {
 // Run: go test -run '^$' -bench BatchingXGBoost -benchtime 5x ./backend/fil
 func BenchmarkBatchingXGBoost(b *testing.B) {
 	file := filepath.Join("..", "..", "examples", "model_repository", "fraud_trees", "1", "xgboost.json")
-	benchBatching(b, benchModel{name: "xgb", modelType: "xgboost_json", file: file, target: "xgboost.json", features: 12,
-		open: func(tb testing.TB) fil.Forest {
-			f, err := xgboost.Load(file, xgboost.Options{Format: xgboost.JSON})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return f
-		}})
+	benchBatching(b, benchModel{name: "xgb", modelType: "xgboost_json", file: file, target: "xgboost.json", features: 12, rows: 20000,
+		open: openJSON(file)})
+}
+
+// BenchmarkBatchingXGBoostLarge is the batching benchmark on a model of
+// production size: 500 trees of depth 8 over 32 features, which
+// scripts/gen-fil-bench-model.py trains with python3-xgboost into a
+// temporary folder (about 20 s) before the rounds start. Here a row costs
+// XGBoost several microseconds, and the server's cost per one-row request
+// is a small share of it.
+// Run: go test -run '^$' -bench BatchingXGBoostLarge -benchtime 5x ./backend/fil
+func BenchmarkBatchingXGBoostLarge(b *testing.B) {
+	file := filepath.Join(b.TempDir(), "xgboost.json")
+	script := filepath.Join("..", "..", "scripts", "gen-fil-bench-model.py")
+	if out, err := exec.Command("/usr/bin/python3", script, file).CombinedOutput(); err != nil {
+		b.Fatalf("%s (needs python3-xgboost: scripts/deps.sh): %v\n%s", script, err, out)
+	}
+	benchBatching(b, benchModel{name: "xgb_large", modelType: "xgboost_json", file: file, target: "xgboost.json", features: 32, rows: 64 * 64,
+		open: openJSON(file)})
+}
+
+// openJSON opens an XGBoost JSON model as the limit's forest.
+func openJSON(file string) func(testing.TB) fil.Forest {
+	return func(tb testing.TB) fil.Forest {
+		f, err := xgboost.Load(file, xgboost.Options{Format: xgboost.JSON})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return f
+	}
 }
