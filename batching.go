@@ -108,6 +108,7 @@ func (v *version) startBatcher() error {
 			v.turns = new(turns)
 		}
 	}
+	bc.DeadlineAware = v.aware && v.seq == nil
 	env := batcher.Env[*call, *slot]{
 		Size:       func(c *call) int64 { return c.req.BatchSize },
 		Compatible: func(a, b *call) bool { return v.sig.Compatible(a.req.Inputs, b.req.Inputs) },
@@ -122,6 +123,8 @@ func (v *version) startBatcher() error {
 		},
 		Dispatch: func(s *slot, batch []*call) { v.handOff(s, batch, false) },
 		Queue:    func(s *slot, batch []*call) { v.handOff(s, batch, true) },
+		Deadline: func(c *call) time.Time { d, _ := c.ctx.Deadline(); return d },
+		Group:    func(s *slot) int { return s.group },
 	}
 	d, err := batcher.NewDynamic(bc, env, v.idle)
 	if err != nil {
@@ -210,13 +213,10 @@ func (v *version) lead(w *batchWork) {
 	w.batch.Reset(true, w.reqs)
 	w.batch.SetLayouts(v.sig.Layouts)
 	w.batch.SetBehind(w.behind)
-	// A batch of several requests is not cancelled by any one of them: each
-	// was checked when the batch was formed, and the others still want
-	// their answers.
-	ctx := w.calls[0].ctx
-	if len(w.calls) > 1 {
-		ctx = context.WithoutCancel(ctx)
-	}
+	// A batch of several requests is not cancelled by any one of them (the
+	// others still want their answers), but once all of them are.
+	ctx, release := newBatchContext(w.calls)
+	defer release()
 	var ran timing
 	ran.computeStart = now()
 	v.stats.pending.Add(-int64(len(w.calls)))
@@ -225,6 +225,9 @@ func (v *version) lead(w *batchWork) {
 	}
 	fault := v.execute(ctx, w.slot, &w.batch)
 	ran.computeEnd = now() // before put, which may form and dispatch the next batch
+	if fault == nil && !w.behind {
+		v.dyn.Observe(w.slot, w.batch.Size(), ran.computeEnd-ran.computeStart)
+	}
 	v.endBatch(w.slot, fault)
 	in, inf := w.batch.Marks()
 	ran.inputsDone, ran.inferDone = sinceEpoch(in), sinceEpoch(inf)

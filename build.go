@@ -301,7 +301,7 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 				_ = v.close(ErrServerClosed)
 				return nil, fmt.Errorf("instance group %d: %w", gi, err)
 			}
-			sl := &slot{spec: ispec, inst: inst, passive: g.GetPassive()}
+			sl := &slot{spec: ispec, inst: inst, passive: g.GetPassive(), group: gi}
 			v.pool = append(v.pool, sl)
 			if err := s.limit(md.Name, sl, g); err != nil {
 				_ = v.close(ErrServerClosed)
@@ -337,6 +337,10 @@ func (s *Server) loadVersion(ctx context.Context, md repository.ModelDir, cfgFil
 			return nil, withCode(InvalidArgument, err)
 		}
 		v.seq = seq
+	}
+	if v.aware, err = s.deadlineAware(cfg); err != nil {
+		_ = v.close(ErrServerClosed)
+		return nil, withCode(InvalidArgument, err)
 	}
 	if err := v.startBatcher(); err != nil {
 		_ = v.close(ErrServerClosed)

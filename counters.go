@@ -40,6 +40,8 @@ type counters struct {
 	queueNs, inputNs        durationCounter
 	inferNs, outputNs       durationCounter
 	failures                [5]atomic.Uint64 // by FailureReason
+	shed                    [shedReasons]atomic.Uint64
+	lastRefusal             atomic.Int64 // now() of the last refusal by the deadline-aware schedule
 	inferences, executions  atomic.Uint64
 	last                    atomic.Int64 // the last success, as time since epoch
 	pending                 atomic.Int64
@@ -237,6 +239,9 @@ func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 		c.fail.Add(1)
 		c.failNs.add(total)
 		c.failures[reason].Add(1)
+		if r, ok := shedReason(err, t.computeStart != 0); ok {
+			v.noteShed(r, err)
+		}
 	}
 	first := total
 	if v.decoupled {
@@ -258,7 +263,7 @@ func (v *version) finish(t *timing, rows int64, err error, end time.Duration) {
 // failureReason classifies a failed request for the statistics.
 func failureReason(err error, executed bool) FailureReason {
 	switch {
-	case errors.Is(err, batcher.ErrQueueFull), errors.Is(err, batcher.ErrTimeout):
+	case errors.Is(err, batcher.ErrQueueFull), errors.Is(err, batcher.ErrTimeout), errors.Is(err, batcher.ErrWouldMiss):
 		return FailureRejected
 	}
 	switch CodeOf(err) {

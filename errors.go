@@ -213,6 +213,7 @@ func classify(err error, def Code) Code {
 		return InvalidArgument
 	case errors.Is(err, backend.ErrUnavailable), errors.Is(err, ErrServerClosed),
 		errors.Is(err, batcher.ErrQueueFull), errors.Is(err, batcher.ErrTimeout), errors.Is(err, batcher.ErrClosed),
+		errors.Is(err, batcher.ErrWouldMiss),
 		errors.Is(err, ratelimit.ErrClosed):
 		return Unavailable
 	case errors.Is(err, batcher.ErrPriority), errors.Is(err, batcher.ErrTimeoutOverride), errors.Is(err, ratelimit.ErrInvalid):

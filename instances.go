@@ -45,6 +45,7 @@ import (
 // goroutine, hence the lock around the field.
 type slot struct {
 	spec    backend.InstanceSpec
+	group   int // the index of its instance group
 	passive bool
 	limit   *ratelimit.Client // nil: not rate limited
 	// queues: the instance takes full batches queued behind the one it

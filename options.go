@@ -53,6 +53,7 @@ type options struct {
 	loadOnDemand    bool          // explicit mode: a request loads its model
 	keepAlive       time.Duration // server-wide keep_alive; keepAliveSet tells it was given
 	keepAliveSet    bool
+	deadlineAware   bool
 }
 
 func defaultOptions() options {
@@ -413,6 +414,24 @@ func WithMemoryBudget(bytes int64) Option {
 func WithLoadOnDemand(on bool) Option {
 	return optionFunc(func(o *options) error {
 		o.loadOnDemand = on
+		return nil
+	})
+}
+
+// WithDeadlineAwareBatching makes every dynamic batcher deadline-aware,
+// unless a model's deadline_aware_batching parameter ("true" or "false")
+// says otherwise. The batcher then learns its model's execution time as a
+// function of batch size (per instance group, over its recent batches),
+// refuses at once a request that it predicts cannot finish before its
+// deadline behind the queue ahead of it (Unavailable; HTTP 503 with
+// Retry-After), never puts a request into a batch predicted to end after
+// its deadline, and waits for a batch to grow only as long as its
+// requests' deadlines allow. A request's deadline is its context's: the
+// in-process ctx, the gRPC deadline, or the HTTP client's. Requests
+// without one are scheduled as before.
+func WithDeadlineAwareBatching(on bool) Option {
+	return optionFunc(func(o *options) error {
+		o.deadlineAware = on
 		return nil
 	})
 }

@@ -21,7 +21,7 @@ type StatDuration struct {
 // Triton's nv_inference_request_failure does.
 type Failures struct {
 	// Rejected: refused by the scheduler (a full queue, a queue-policy
-	// timeout).
+	// timeout, the deadline-aware schedule).
 	Rejected uint64
 	// Canceled: the request's context ended.
 	Canceled uint64
@@ -64,6 +64,12 @@ type ModelStats struct {
 	// without a cache).
 	CacheHit, CacheMiss StatDuration
 	Failures            Failures
+	// Shed counts the failures that were about time, by [ShedReason].
+	Shed Shed
+	// Estimates are the dynamic batcher's estimates of execution time, per
+	// instance group that has one (see [WithDeadlineAwareBatching]; kept
+	// whether or not the schedule uses them).
+	Estimates []BatchEstimate
 	// Batches has one entry per batch size executed, ascending.
 	Batches []BatchStats
 	// Pending counts requests admitted and not yet executing; Queued those
@@ -170,6 +176,7 @@ func (v *version) snapshot() ModelStats {
 			Backend:  c.failures[FailureBackend].Load(),
 			Other:    c.failures[FailureOther].Load(),
 		},
+		Estimates:     v.estimates(),
 		Pending:       c.pending.Load(),
 		LoadTime:      c.loadTime,
 		MetricTags:    maps.Clone(v.cfg.GetMetricTags()),
@@ -177,6 +184,9 @@ func (v *version) snapshot() ModelStats {
 	}
 	if d := c.last.Load(); d != 0 {
 		st.LastInference = epoch.Add(time.Duration(d))
+	}
+	for i := range c.shed {
+		st.Shed[i] = c.shed[i].Load()
 	}
 	batch := func(size int64, b *batchCounter) {
 		if n := b.count.Load(); n > 0 {

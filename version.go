@@ -75,6 +75,7 @@ type version struct {
 
 	calls     sync.Pool // of *call
 	stats     *counters
+	aware     bool // the dynamic batcher is deadline-aware (deadlines.go)
 	observers []Observer
 	tracer    *trace.Tracer        // nil: no tracing
 	cache     *responsecache.Cache // nil: the version does not cache

@@ -57,6 +57,14 @@ type Config struct {
 	DefaultPolicy QueuePolicy
 	// Policies holds per-level policies, keyed by level (1-based).
 	Policies map[int]QueuePolicy
+	// DeadlineAware turns on the deadline-aware schedule: a request with a
+	// deadline (Env.Deadline) is refused at Enqueue when the batcher
+	// predicts it cannot finish in time behind the queue ahead of it, is
+	// never put into a batch predicted to end after its deadline, and
+	// shortens the wait for a batch to grow to what its deadline leaves.
+	// Predictions come from the instances' recent batches ([Estimator]);
+	// until there are enough of them, the schedule is plain FIFO.
+	DeadlineAware bool
 }
 
 // validate checks the configuration and returns the levels' policies and

@@ -2,6 +2,8 @@ package batcher
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -24,7 +26,62 @@ var (
 	// ErrTimeoutOverride: the request asked for its own timeout where the
 	// queue policy does not allow it (InvalidArgument).
 	ErrTimeoutOverride = errors.New("the queue policy does not allow a request to set its own timeout")
+	// ErrWouldMiss: the deadline-aware schedule predicts that the request
+	// cannot finish before its deadline (Unavailable). The error is a
+	// [*Refused], which says why.
+	ErrWouldMiss = errors.New("the request cannot finish before its deadline")
 )
+
+// Stage is where the deadline-aware schedule refused a request.
+type Stage uint8
+
+const (
+	// AtAdmission: Enqueue refused it; it was never queued.
+	AtAdmission Stage = iota
+	// AtBatch: it was queued, and when its batch formed the batch could no
+	// longer end before its deadline (the queue drained slower than
+	// predicted); it was dropped without running.
+	AtBatch
+)
+
+// String returns "admission" or "batch".
+func (s Stage) String() string {
+	if s == AtBatch {
+		return "batch"
+	}
+	return "admission"
+}
+
+// Refused is the error of a request the deadline-aware schedule refused:
+// it matches [ErrWouldMiss] and says where and why.
+type Refused struct {
+	Stage Stage
+	// Finish is how long from the refusal the request was predicted to
+	// take, and Deadline how long it had left.
+	Finish, Deadline time.Duration
+	// Ahead is the number of rows queued ahead of it (at admission).
+	Ahead int64
+	// Batch is the predicted execution time of its batch.
+	Batch time.Duration
+	// Rows is the size of that batch.
+	Rows int64
+}
+
+func (r *Refused) Error() string {
+	if r.Stage == AtBatch {
+		return fmt.Sprintf("%v: its batch of %d rows was predicted to end in %v, after its deadline in %v",
+			ErrWouldMiss, r.Rows, r.Finish.Round(10*time.Microsecond), r.Deadline.Round(10*time.Microsecond))
+	}
+	return fmt.Sprintf("%v: it was predicted to finish in %v, after its deadline in %v (%d rows queued ahead of it; a batch of %d rows takes about %v)",
+		ErrWouldMiss, r.Finish.Round(10*time.Microsecond), r.Deadline.Round(10*time.Microsecond), r.Ahead, r.Rows, r.Batch.Round(10*time.Microsecond))
+}
+
+// Is reports whether target is ErrWouldMiss.
+func (r *Refused) Is(target error) bool { return target == ErrWouldMiss }
+
+// RetryAfter is how long the queue ahead of the request is predicted to
+// take: when a retry may find room (HTTP's Retry-After).
+func (r *Refused) RetryAfter() time.Duration { return max(r.Finish-r.Batch, 0) }
 
 // Env is how a [Dynamic] batcher sees the items it schedules and the
 // instances it schedules them on. Every function is called on the
@@ -51,6 +108,12 @@ type Env[T, I any] struct {
 	// behind the batch it runs ([Dynamic.Offer]), as Dispatch does; it may
 	// be nil when nothing offers.
 	Queue func(inst I, batch []T)
+	// Deadline is when item's answer is due (zero: no deadline). Read
+	// only with Config.DeadlineAware; also called inside Enqueue.
+	Deadline func(item T) time.Time
+	// Group is the instance group of inst (an index from 0), for the
+	// estimates of execution time, one per group; nil: one group.
+	Group func(inst I) int
 }
 
 // Dynamic is Triton's dynamic batcher, generic over the queued item T and
@@ -151,7 +214,17 @@ type Dynamic[T any, I comparable] struct {
 
 	own     scratch[T] // the scheduler goroutine's
 	scratch sync.Pool  // of *scratch[T], for Release on other goroutines
+
+	aware bool            // Config.DeadlineAware
+	est   []*Estimator    // per instance group; fixed at NewDynamic's groups, grown under mu
+	free  map[I]time.Time // busy instances: when each is predicted to be free (under mu)
+	runs  map[I]int       // batches observed per instance, for the warm-up (under mu)
 }
+
+// warmBatches is how many of an instance's first batches the estimate
+// ignores: they pay for first-touch allocations and lazy initialization
+// that later batches do not.
+const warmBatches = 2
 
 // growth describes the candidate batch while the scheduler waits for it to
 // grow: every queued item, size rows in all, first being the first.
@@ -182,6 +255,9 @@ func NewDynamic[T any, I comparable](cfg Config, env Env[T, I], idle chan I) (*D
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DeadlineAware && env.Deadline == nil {
+		return nil, errors.New("a deadline-aware batcher needs Env.Deadline")
+	}
 	prefer := map[int64]bool{}
 	for _, p := range cfg.PreferredSizes {
 		prefer[p] = true
@@ -200,6 +276,10 @@ func NewDynamic[T any, I comparable](cfg Config, env Env[T, I], idle chan I) (*D
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		levels:   make([]level[T], len(policies)),
+		aware:    cfg.DeadlineAware,
+		est:      []*Estimator{new(Estimator)},
+		free:     map[I]time.Time{},
+		runs:     map[I]int{},
 	}
 	for i, p := range policies {
 		d.levels[i].policy = p
@@ -239,13 +319,22 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 		d.mu.Unlock()
 		return ErrQueueFull
 	}
+	rows := d.env.Size(item)
+	if d.aware {
+		if due := d.env.Deadline(item); !due.IsZero() {
+			if r := d.admit(now, due, rows, lvl-1); r != nil {
+				d.mu.Unlock()
+				return r
+			}
+		}
+	}
 	// A request may shorten a non-zero default timeout, never lengthen it;
 	// with no default there is no timeout (Triton's rule).
 	t := p.DefaultTimeout
 	if t > 0 && timeout > 0 && timeout < t {
 		t = timeout
 	}
-	n.item, n.level, n.enqueued, n.delayed, n.rows = item, lvl-1, now, false, d.env.Size(item)
+	n.item, n.level, n.enqueued, n.delayed, n.rows = item, lvl-1, now, false, rows
 	n.deadline = time.Time{}
 	if t > 0 {
 		n.deadline = now.Add(t)
@@ -253,6 +342,7 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 	l.main.pushBack(n)
 	d.count++
 	d.rows += n.rows
+	l.rows += n.rows
 	sooner := t > 0 && (d.next.IsZero() || n.deadline.Before(d.next))
 	if sooner {
 		d.next = n.deadline
@@ -298,6 +388,119 @@ func (d *Dynamic[T, I]) Enqueue(n *Node[T], item T, priority int, timeout time.D
 	return nil
 }
 
+// admit is the deadline-aware admission of a request of rows rows at
+// level li, due at due: it returns why the request is refused, or nil.
+// It plays the queue forward: the rows queued at li and the levels ahead
+// of it, then the request, go in batches of the batch limit to whichever
+// instance is predicted to be free first, each batch taking what the
+// instance's group estimate says. d.mu must be held.
+func (d *Dynamic[T, I]) admit(now, due time.Time, rows int64, li int) *Refused {
+	if _, ok := d.est[0].Estimate(d.limit); !ok {
+		return nil // no estimate yet: FIFO
+	}
+	var ahead int64
+	for i := range d.levels[:li+1] {
+		ahead += d.levels[i].rows
+	}
+	type freeAt struct {
+		at time.Time
+		e  *Estimator
+	}
+	var buf [8]freeAt
+	frees := buf[:0]
+	for inst, at := range d.free {
+		frees = append(frees, freeAt{later(at, now), d.estimator(inst)})
+	}
+	for len(frees) < cap(d.idle) {
+		frees = append(frees, freeAt{now, d.est[0]})
+	}
+	estimate := func(e *Estimator, rows int64) time.Duration {
+		if t, ok := e.Estimate(rows); ok {
+			return t
+		}
+		t, _ := d.est[0].Estimate(rows)
+		return t
+	}
+	total := ahead + rows
+	k := (total + d.limit - 1) / d.limit
+	r := &Refused{Stage: AtAdmission, Deadline: due.Sub(now), Ahead: ahead}
+	for j := int64(1); j <= k; j++ {
+		first := 0
+		for i := range frees {
+			if frees[i].at.Before(frees[first].at) {
+				first = i
+			}
+		}
+		f := &frees[first]
+		if f.at.After(due) {
+			// Every later batch starts after the deadline: stop playing.
+			full := estimate(f.e, d.limit)
+			left := (k - j + int64(len(frees)) - 1) / int64(len(frees))
+			r.Finish = f.at.Sub(now) + time.Duration(left)*full
+			r.Rows, r.Batch = min(total, d.limit), full
+			return r
+		}
+		size := d.limit
+		if j == k {
+			size = total - (k-1)*d.limit
+		}
+		took := estimate(f.e, size)
+		f.at = f.at.Add(took)
+		if j == k && f.at.After(due) {
+			r.Finish, r.Rows, r.Batch = f.at.Sub(now), size, took
+			return r
+		}
+	}
+	return nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// estimator returns the estimate of inst's instance group. d.mu must be
+// held.
+func (d *Dynamic[T, I]) estimator(inst I) *Estimator {
+	g := 0
+	if d.env.Group != nil {
+		g = max(d.env.Group(inst), 0)
+	}
+	for len(d.est) <= g {
+		d.est = append(d.est, new(Estimator))
+	}
+	return d.est[g]
+}
+
+// Observe records that inst executed a batch of rows rows in took, for
+// the estimate of its instance group; each instance's first batches are
+// left out (warm-up). The instance's predicted free time is kept until
+// Release.
+func (d *Dynamic[T, I]) Observe(inst I, rows int64, took time.Duration) {
+	d.mu.Lock()
+	n := d.runs[inst]
+	d.runs[inst] = n + 1
+	e := d.estimator(inst)
+	d.mu.Unlock()
+	if n >= warmBatches {
+		e.Observe(rows, took)
+	}
+}
+
+// Estimator returns the estimate of execution time of instance group g
+// (nil if no instance of g has run a batch).
+func (d *Dynamic[T, I]) Estimator(g int) *Estimator {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g < 0 || g >= len(d.est) {
+		return nil
+	}
+	return d.est[g]
+}
+
 // extends reports whether an item just queued at level li, without a
 // timeout of its own, only lengthens the batch the scheduler is waiting on
 // without making it ready, so that waking the scheduler would achieve
@@ -334,11 +537,7 @@ func (d *Dynamic[T, I]) Remove(n *Node[T]) bool {
 	if n.list == nil {
 		return false
 	}
-	n.list.remove(n)
-	d.count--
-	d.rows -= n.rows
-	var zero T
-	n.item = zero
+	d.unlink(n)
 	d.growing = growth[T]{}
 	return true
 }
@@ -369,6 +568,9 @@ func (d *Dynamic[T, I]) Close() {
 			}
 		}
 		d.count, d.rows = 0, 0
+		for i := range d.levels {
+			d.levels[i].rows = 0
+		}
 		d.mu.Unlock()
 		for _, x := range all {
 			d.env.Drop(x.item, ErrClosed)
@@ -433,7 +635,7 @@ func (d *Dynamic[T, I]) run() {
 			timer.Stop()
 			continue
 		}
-		wait := d.form(&d.own)
+		wait := d.form(&d.own, inst)
 		d.answer(&d.own)
 		if len(d.own.batch) > 0 {
 			d.env.Dispatch(inst, d.own.batch)
@@ -499,26 +701,34 @@ func (d *Dynamic[T, I]) expire(lv *level[T], n *Node[T], now time.Time, sc *scra
 	return true
 }
 
-// form builds the next batch into sc.batch, unlinking its items, or, when
-// the batch should wait to grow, leaves sc.batch empty and returns how long
-// to wait. Dropped items go to sc.dropped. The scheduler goroutine passes
-// its own scratch, d.own: when it is told to wait, it records the batch it
-// waits on in d.growing.
-func (d *Dynamic[T, I]) form(sc *scratch[T]) time.Duration {
-	return d.formFor(sc, nil)
+// form builds the next batch for inst into sc.batch, unlinking its items,
+// or, when the batch should wait to grow, leaves sc.batch empty and
+// returns how long to wait. Dropped items go to sc.dropped. The scheduler
+// goroutine passes its own scratch, d.own: when it is told to wait, it
+// records the batch it waits on in d.growing.
+func (d *Dynamic[T, I]) form(sc *scratch[T], inst I) time.Duration {
+	return d.formFor(sc, inst, false)
 }
 
-// formFor is form; for an offer (see [Dynamic.Offer]), it forms only a
-// batch that cannot grow (the next request cannot join, or the batch
-// reaches the limit), and only while the offer is open, which the batch
-// then uses up; otherwise sc.batch stays empty.
-func (d *Dynamic[T, I]) formFor(sc *scratch[T], offer *I) time.Duration {
+// formFor is form; for an offer of inst (see [Dynamic.Offer]), it forms
+// only a batch that cannot grow (the next request cannot join, or the
+// batch reaches the limit), and only while the offer is open, which the
+// batch then uses up; otherwise sc.batch stays empty.
+//
+// Deadline-aware, a batch starts now (or, on an offer, when inst is
+// predicted to be free) and is predicted to end when the estimate of
+// inst's group says: a request that would end after its deadline even in
+// a batch of its own is dropped with a [*Refused]; one that would make
+// the batch end after its own or a member's deadline does not join (the
+// batch is full); and the wait for the batch to grow ends in time for
+// its members' deadlines.
+func (d *Dynamic[T, I]) formFor(sc *scratch[T], inst I, offer bool) time.Duration {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at := -1 // the offer's index in d.offers
-	if offer != nil {
-		at = slices.Index(d.offers, *offer)
+	if offer {
+		at = slices.Index(d.offers, inst)
 		if at < 0 || d.closed || d.growing.on || len(d.idle) > 0 {
 			return 0 // withdrawn or used already, or an instance is free
 		}
@@ -536,7 +746,20 @@ func (d *Dynamic[T, I]) formFor(sc *scratch[T], offer *I) time.Duration {
 		best   = 0            // length of the longest prefix with a preferred size
 		full   bool           // the next request cannot join
 		oldest time.Time
+		// Deadline-aware: when the batch starts, its estimate, and the
+		// earliest deadline of its members (zero: none).
+		start = now
+		est   *Estimator
+		due   time.Time
 	)
+	if d.aware {
+		est = d.estimator(inst)
+		if _, ok := est.Estimate(1); !ok {
+			est = nil // no estimate yet: FIFO
+		} else if offer {
+			start = later(start, d.free[inst])
+		}
+	}
 	defer func() {
 		clear(nodes)
 		sc.nodes = nodes[:0]
@@ -563,6 +786,30 @@ scan:
 					full = true
 					break scan
 				}
+				if est != nil {
+					nd := d.env.Deadline(n.item)
+					if !nd.IsZero() && !offer {
+						if alone, _ := est.Estimate(rows); start.Add(alone).After(nd) {
+							d.drop(n, &Refused{Stage: AtBatch, Finish: start.Add(alone).Sub(now), Deadline: nd.Sub(now), Rows: rows, Batch: alone}, sc)
+							n = next
+							continue
+						}
+					}
+					earliest := due
+					if !nd.IsZero() && (earliest.IsZero() || nd.Before(earliest)) {
+						earliest = nd
+					}
+					if !earliest.IsZero() {
+						if t, _ := est.Estimate(size + rows); start.Add(t).After(earliest) {
+							if len(nodes) == 0 {
+								return 0 // on an offer: this one goes on a free instance
+							}
+							full = true
+							break scan
+						}
+					}
+					due = earliest
+				}
 				if len(nodes) == 0 {
 					first = n.item
 				}
@@ -586,6 +833,13 @@ scan:
 		return 0
 	}
 	waited := now.Sub(oldest)
+	// slack is how long the batch may still wait for its members'
+	// deadlines (deadline-aware), or for ever.
+	slack := time.Duration(math.MaxInt64)
+	if est != nil && !due.IsZero() {
+		t, _ := est.Estimate(size)
+		slack = due.Sub(now.Add(t))
+	}
 	take := 0
 	switch {
 	case full:
@@ -595,12 +849,12 @@ scan:
 		}
 	case at >= 0:
 		return 0
-	case waited >= d.delay:
+	case waited >= d.delay || slack <= 0:
 		take = len(nodes)
 	case best > 0:
 		take = best
 	default:
-		wait := d.delay - waited
+		wait := min(d.delay-waited, slack)
 		if !d.next.IsZero() {
 			wait = min(wait, d.next.Sub(now))
 		}
@@ -609,13 +863,16 @@ scan:
 		}
 		return max(wait, time.Microsecond)
 	}
+	var rows int64
 	for _, n := range nodes[:take] {
 		sc.batch = append(sc.batch, n.item)
-		n.list.remove(n)
-		d.count--
-		d.rows -= n.rows
-		var zero T
-		n.item = zero
+		rows += n.rows
+		d.unlink(n)
+	}
+	if d.aware {
+		if t, ok := d.estimator(inst).Estimate(rows); ok {
+			d.free[inst] = start.Add(t)
+		}
 	}
 	return 0
 }
@@ -624,9 +881,15 @@ scan:
 // released. d.mu must be held.
 func (d *Dynamic[T, I]) drop(n *Node[T], err error, sc *scratch[T]) {
 	sc.dropped = append(sc.dropped, dropped[T]{n.item, err})
+	d.unlink(n)
+}
+
+// unlink takes n out of its queue and forgets its item. d.mu must be held.
+func (d *Dynamic[T, I]) unlink(n *Node[T]) {
 	n.list.remove(n)
 	d.count--
 	d.rows -= n.rows
+	d.levels[n.level].rows -= n.rows
 	var zero T
 	n.item = zero
 }
@@ -648,6 +911,7 @@ func (d *Dynamic[T, I]) answer(sc *scratch[T]) {
 func (d *Dynamic[T, I]) Release(inst I) {
 	d.mu.Lock()
 	queued, closed := d.count > 0, d.closed
+	delete(d.free, inst)
 	d.mu.Unlock()
 	if queued && !closed && d.dispatchOn(inst) {
 		return
@@ -711,9 +975,9 @@ func (d *Dynamic[T, I]) handOn(inst I, offer bool) bool {
 		sc = new(scratch[T])
 	}
 	if offer {
-		d.formFor(sc, &inst)
+		d.formFor(sc, inst, true)
 	} else {
-		d.form(sc)
+		d.form(sc, inst)
 	}
 	d.answer(sc)
 	handed := len(sc.batch) > 0

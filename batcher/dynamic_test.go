@@ -22,7 +22,8 @@ type item struct {
 	id    int
 	rows  int64
 	shape int
-	err   error // what Expired reports
+	err   error     // what Expired reports
+	due   time.Time // what Deadline reports
 }
 
 // harness runs a Dynamic over items, recording dispatched batches and
@@ -45,6 +46,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		Size:       func(it *item) int64 { return it.rows },
 		Compatible: func(a, b *item) bool { return a.shape == b.shape },
 		Expired:    func(it *item) error { return it.err },
+		Deadline:   func(it *item) time.Time { return it.due },
 		Drop: func(it *item, err error) {
 			h.mu.Lock()
 			h.dropped[it.id] = err
@@ -423,6 +425,7 @@ func stress(t *testing.T, cfg Config, shapes int, paced bool) {
 		Size:       func(it *item) int64 { return it.rows },
 		Compatible: func(a, b *item) bool { return a.shape == b.shape },
 		Expired:    func(it *item) error { return it.err },
+		Deadline:   func(it *item) time.Time { return it.due },
 		Drop:       func(it *item, err error) { note(it.id, "dropped") },
 		Dispatch: func(inst int, batch []*item) {
 			var rows int64

@@ -59,6 +59,7 @@ type level[T any] struct {
 	policy  QueuePolicy
 	main    list[T]
 	delayed list[T]
+	rows    int64 // the rows of its items
 }
 
 func (l *level[T]) len() int { return l.main.len + l.delayed.len }

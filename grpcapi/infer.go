@@ -40,6 +40,11 @@ func (s *Service) ModelInfer(ctx context.Context, req *inferencepb.ModelInferReq
 	s.compressResponses(ctx)
 	resp, err := s.infer(ctx, req)
 	if err != nil {
+		if wait, ok := triton.RetryAfter(err); ok {
+			// gRPC's retry pushback (gRFC A6): a client's retry policy
+			// waits this long before its next attempt.
+			_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", strconv.FormatInt(wait.Milliseconds(), 10)))
+		}
 		return nil, s.toStatus(err)
 	}
 	return resp, nil

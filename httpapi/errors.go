@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -72,6 +73,10 @@ func (h *handler) writeError(w http.ResponseWriter, err error) {
 	}
 	if status >= 500 {
 		h.log.Debug("httpapi: request failed", zap.Int("status", status), zap.Error(err))
+	}
+	if wait, ok := triton.RetryAfter(err); ok && status == http.StatusServiceUnavailable {
+		// Whole seconds (RFC 9110), rounded up: at least 1.
+		w.Header().Set("Retry-After", strconv.FormatInt(max(int64((wait+time.Second-1)/time.Second), 1), 10))
 	}
 	writeErrorStatus(w, status, message(err))
 }

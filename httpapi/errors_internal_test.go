@@ -2,9 +2,14 @@ package httpapi
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/triton-go/triton"
+	"github.com/triton-go/triton/batcher"
 )
 
 // TestHTTPStatus pins the one Code → HTTP status table (protocol spec
@@ -62,6 +67,28 @@ func TestRoutesMatchTriton(t *testing.T) {
 			if m[i+1] != w {
 				t.Errorf("%s: group %d = %q, want %q", tc.path, i+1, m[i+1], w)
 			}
+		}
+	}
+}
+
+// TestRetryAfter: a refusal of the deadline-aware schedule answers 503
+// with Retry-After, whole seconds rounded up and at least 1; other errors
+// have none.
+func TestRetryAfter(t *testing.T) {
+	h := &handler{log: zap.NewNop()}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&triton.Error{Code: triton.Unavailable, Model: "m", Err: &batcher.Refused{Finish: 2500 * time.Millisecond, Batch: 500 * time.Millisecond}}, "2"},
+		{&triton.Error{Code: triton.Unavailable, Model: "m", Err: &batcher.Refused{Finish: 2600 * time.Millisecond, Batch: 500 * time.Millisecond}}, "3"},
+		{&triton.Error{Code: triton.Unavailable, Model: "m", Err: &batcher.Refused{Finish: 3 * time.Millisecond, Batch: 3 * time.Millisecond}}, "1"},
+		{&triton.Error{Code: triton.Unavailable, Model: "m", Err: batcher.ErrQueueFull}, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.writeError(rec, tc.err)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != tc.want {
+			t.Errorf("%v: status %d, Retry-After %q; want 503, %q", tc.err, rec.Code, rec.Header().Get("Retry-After"), tc.want)
 		}
 	}
 }

@@ -200,7 +200,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	m := c.descsFor(nil)
 	for _, d := range []*prometheus.Desc{m.success, m.failure, m.count, m.execCount,
 		m.requestDur, m.queueDur, m.inputDur, m.inferDur, m.outputDur, m.pending, m.loadTime,
-		m.cacheHits, m.cacheMisses, m.cacheHitDur, m.cacheMissDur} {
+		m.cacheHits, m.cacheMisses, m.cacheHitDur, m.cacheMissDur, m.shed, m.estimate} {
 		ch <- d
 	}
 }
@@ -269,6 +269,7 @@ type modelDescs struct {
 	requestDur, queueDur, inputDur, inferDur, outputDur *prometheus.Desc
 	pending, loadTime                                   *prometheus.Desc
 	cacheHits, cacheMisses, cacheHitDur, cacheMissDur   *prometheus.Desc
+	shed, estimate                                      *prometheus.Desc
 }
 
 func newModelDescs(tagKeys []string, constLabels prometheus.Labels) *modelDescs {
@@ -294,6 +295,8 @@ func newModelDescs(tagKeys []string, constLabels prometheus.Labels) *modelDescs 
 		cacheMisses:  d(nameCacheMisses, helpCacheMisses),
 		cacheHitDur:  d(nameCacheHitDur, helpCacheHitDur),
 		cacheMissDur: d(nameCacheMisDur, helpCacheMisDur),
+		shed:         prometheus.NewDesc(nameShed, helpShed, append(slices.Clip(labels), labelReason), constLabels),
+		estimate:     prometheus.NewDesc(nameEstimate, helpEstimate, append(slices.Clip(labels), labelGroup, labelTerm), constLabels),
 	}
 }
 
@@ -380,6 +383,20 @@ func (c *Collector) collectModel(ch chan<- prometheus.Metric, st *triton.ModelSt
 		{triton.FailureOther, st.Failures.Other},
 	} {
 		ch <- prometheus.MustNewConstMetric(d.failure, prometheus.CounterValue, float64(f.n), append(lv, f.reason.String())...)
+	}
+	for r, n := range st.Shed {
+		if n > 0 { // a reason appears with its first request, as a CounterVec's child does
+			ch <- prometheus.MustNewConstMetric(d.shed, prometheus.CounterValue, float64(n), append(lv, triton.ShedReason(r).String())...)
+		}
+	}
+	for _, e := range st.Estimates {
+		g := strconv.Itoa(e.Group)
+		for _, t := range []struct {
+			term string
+			d    time.Duration
+		}{{"fixed", e.Fixed}, {"per_row", e.PerRow}, {"margin", e.Margin}} {
+			ch <- prometheus.MustNewConstMetric(d.estimate, prometheus.GaugeValue, t.d.Seconds(), append(lv, g, t.term)...)
+		}
 	}
 	counter(d.count, float64(st.InferenceCount))
 	counter(d.execCount, float64(st.ExecutionCount))

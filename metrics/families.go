@@ -82,6 +82,15 @@ const (
 	helpStage          = "Duration of each stage of successful inference requests (request, queue, compute_input, compute_infer, compute_output), in seconds"
 )
 
+// Families of the deadline-aware schedule (triton.ModelStats.Shed and
+// Estimates).
+const (
+	nameShed     = "tritongo_inference_shed_total"
+	helpShed     = "Number of inference requests that ended without an answer because of time, by reason (refused_admission, refused_batch: the deadline-aware schedule refused them; deadline_queued, cancelled_queued, deadline_executing, cancelled_executing: their context ended while queued or executing)"
+	nameEstimate = "tritongo_batch_execution_estimate_seconds"
+	helpEstimate = "The dynamic batcher's estimate of a batch's execution time, per instance group: a batch of n rows is predicted to take fixed + n*per_row + margin seconds (term)"
+)
+
 // Families of the models' memory and lifecycle (triton.Server.Memory).
 const (
 	nameMemBudget   = "tritongo_model_memory_budget_bytes"
@@ -108,6 +117,8 @@ const (
 	labelGPU     = "gpu_uuid"
 	labelStage   = "stage"
 	labelTrigger = "trigger"
+	labelGroup   = "group"
+	labelTerm    = "term"
 )
 
 // defaultMaxSeries bounds the model versions a Collector or Latencies

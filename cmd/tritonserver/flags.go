@@ -36,6 +36,8 @@ type config struct {
 	loadOnDemand bool
 	keepAlive    time.Duration
 	keepAliveSet bool
+	// Ours: --deadline-aware-batching.
+	deadlineAware bool
 
 	// Parsed and checked here, passed to the libraries where main.go
 	// says "wired at merge": --model-load-thread-count,
@@ -261,6 +263,7 @@ func (c *config) options() []option {
 			c.keepAlive, c.keepAliveSet = d, true
 			return nil
 		}},
+		{"deadline-aware-batching", true, boolean(&c.deadlineAware)},
 		{"model-namespacing", true, warnIfTrue(c, "model-namespacing", "model names must be unique across the repositories; namespacing is not supported")},
 		{"enable-peer-access", true, warnIfTrue(c, "enable-peer-access", noDevices)},
 		// HTTP

@@ -137,6 +137,7 @@ var ownFlags = []tritonFlag{
 	{"model-memory-budget", "4Gi", false},
 	{"model-load-on-demand", "true", false},
 	{"model-keep-alive", "5m", false},
+	{"deadline-aware-batching", "true", false},
 }
 
 // TestEveryTritonFlag checks that the parser has exactly tritonserver's

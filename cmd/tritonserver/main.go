@@ -336,7 +336,8 @@ func serverOptions(cfg config, logger *zap.Logger) ([]triton.Option, *metrics.La
 	if len(cfg.loadModels) > 0 {
 		opts = append(opts, triton.WithStartupModels(cfg.loadModels...))
 	}
-	opts = append(opts, triton.WithMemoryBudget(cfg.memoryBudget), triton.WithLoadOnDemand(cfg.loadOnDemand))
+	opts = append(opts, triton.WithMemoryBudget(cfg.memoryBudget), triton.WithLoadOnDemand(cfg.loadOnDemand),
+		triton.WithDeadlineAwareBatching(cfg.deadlineAware))
 	if cfg.keepAliveSet {
 		opts = append(opts, triton.WithKeepAlive(cfg.keepAlive))
 	}

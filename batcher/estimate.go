@@ -1,0 +1,154 @@
+package batcher
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Estimator predicts how long a model takes to execute a batch of a given
+// number of rows, from the batches it ran last: a line fixed + perRow·rows
+// fitted with the Theil–Sen estimator (the median of the slopes between
+// pairs of batches of different sizes; the intercept is the median of the
+// residuals), so that a few slow batches (a page fault, a GC pause, a
+// noisy neighbour) move it little. A prediction adds three times the median
+// absolute residual, a margin that follows the model's own jitter.
+//
+// With batches of a single size seen so far, it predicts that size's
+// median time for smaller batches and scales it by rows for larger ones.
+// It predicts nothing (ok false) before it has [MinSamples] batches.
+//
+// An Estimator is safe for concurrent use.
+type Estimator struct {
+	mu      sync.Mutex
+	samples [window]sample // a ring of the latest batches
+	n       int            // samples held, up to window
+	next    int            // the ring's next slot
+	added   int            // samples since the last fit
+	fit     fit
+}
+
+// MinSamples is how many batches an [Estimator] needs before it predicts.
+const MinSamples = 8
+
+// window is how many of the latest batches the fit uses: enough for a
+// median to shrug off outliers, few enough that the fit follows a model
+// whose speed changes (another model loaded beside it), and that a fit (a
+// sort of window·(window−1)/2 slopes) costs microseconds.
+const window = 32
+
+// refit is how many new samples make the estimator fit again.
+const refit = 4
+
+type sample struct {
+	rows int64
+	d    time.Duration
+}
+
+type fit struct {
+	ok     bool
+	fixed  float64 // ns
+	perRow float64 // ns a row
+	margin float64 // ns: three times the median absolute residual
+	// single: every sample had the same rows (perRow unknown); then
+	// fixed is their median and a prediction scales it beyond rows.
+	single     bool
+	singleRows int64
+}
+
+// Observe records that a batch of rows rows took d.
+func (e *Estimator) Observe(rows int64, d time.Duration) {
+	if rows <= 0 || d <= 0 {
+		return
+	}
+	e.mu.Lock()
+	e.samples[e.next] = sample{rows, d}
+	e.next = (e.next + 1) % window
+	e.n = min(e.n+1, window)
+	e.added++
+	if e.n >= MinSamples && (e.added >= refit || !e.fit.ok) {
+		e.refit()
+	}
+	e.mu.Unlock()
+}
+
+// Estimate returns the predicted execution time of a batch of rows rows,
+// margin included, and whether there is a prediction yet.
+func (e *Estimator) Estimate(rows int64) (time.Duration, bool) {
+	e.mu.Lock()
+	f := e.fit
+	e.mu.Unlock()
+	if !f.ok {
+		return 0, false
+	}
+	return f.predict(rows), true
+}
+
+// Fit returns the current line: the fixed cost of a batch, the cost of a
+// row, the margin a prediction adds, and the number of batches it rests
+// on (0 while there is no prediction).
+func (e *Estimator) Fit() (fixed, perRow, margin time.Duration, samples int) {
+	e.mu.Lock()
+	f, n := e.fit, e.n
+	e.mu.Unlock()
+	if !f.ok {
+		return 0, 0, 0, 0
+	}
+	return time.Duration(f.fixed), time.Duration(f.perRow), time.Duration(f.margin), n
+}
+
+func (f fit) predict(rows int64) time.Duration {
+	x := float64(rows)
+	var y float64
+	if f.single {
+		y = f.fixed * max(1, x/float64(f.singleRows))
+	} else {
+		y = f.fixed + f.perRow*x
+	}
+	return time.Duration(y + f.margin)
+}
+
+// refit fits the line again, on the batch that makes refit new samples
+// (so that predictions, on the request path, never fit). e.mu must be
+// held.
+func (e *Estimator) refit() {
+	e.added = 0
+	s := e.samples[:e.n]
+	slopes := make([]float64, 0, len(s)*(len(s)-1)/2)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if dx := s[j].rows - s[i].rows; dx != 0 {
+				slopes = append(slopes, float64(s[j].d-s[i].d)/float64(dx))
+			}
+		}
+	}
+	res := make([]float64, len(s))
+	f := fit{ok: true}
+	if len(slopes) == 0 {
+		f.single, f.singleRows = true, s[0].rows
+	} else {
+		f.perRow = max(median(slopes), 0)
+	}
+	for i, x := range s {
+		res[i] = float64(x.d) - f.perRow*float64(x.rows)
+	}
+	f.fixed = max(median(res), 0)
+	for i := range res {
+		res[i] -= f.fixed
+		if res[i] < 0 {
+			res[i] = -res[i]
+		}
+	}
+	f.margin = 3 * median(res)
+	e.fit = f
+}
+
+// median sorts xs and returns its median.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
