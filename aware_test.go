@@ -87,9 +87,9 @@ func TestBatchContext(t *testing.T) {
 	})
 }
 
-// TestDeadlineAwareOption: the server option turns the schedule on for
-// every model, a model's parameter turns it off again, and a bad value
-// fails the load with a message naming the model and the parameter.
+// TestDeadlineAwareOption: the schedule is on by default for every model,
+// a model's parameter turns it off, and a bad value fails the load with a
+// message naming the model and the parameter.
 func TestDeadlineAwareOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepy := backend.Func(func(ctx context.Context, b *backend.Batch) error {
@@ -111,7 +111,7 @@ func TestDeadlineAwareOption(t *testing.T) {
 			}
 		}
 		srv, err := triton.New(triton.WithRepository(mapFS(repo)), triton.WithBackend("gated", sleepy),
-			triton.WithDeadlineAwareBatching(true), triton.WithExitOnError(false))
+			triton.WithExitOnError(false))
 		if err != nil {
 			t.Fatal(err)
 		}

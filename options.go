@@ -63,6 +63,7 @@ func defaultOptions() options {
 		strictReadiness: true,
 		loadThreads:     4,
 		id:              Name,
+		deadlineAware:   true,
 	}
 }
 
@@ -418,9 +419,10 @@ func WithLoadOnDemand(on bool) Option {
 	})
 }
 
-// WithDeadlineAwareBatching makes every dynamic batcher deadline-aware,
-// unless a model's deadline_aware_batching parameter ("true" or "false")
-// says otherwise. The batcher then learns its model's execution time as a
+// WithDeadlineAwareBatching sets whether dynamic batchers are
+// deadline-aware (the default: true), unless a model's
+// deadline_aware_batching parameter ("true" or "false") says otherwise.
+// A deadline-aware batcher learns its model's execution time as a
 // function of batch size (per instance group, over its recent batches),
 // refuses at once a request that it predicts cannot finish before its
 // deadline behind the queue ahead of it (Unavailable; HTTP 503 with

@@ -59,11 +59,14 @@ type Config struct {
 	Policies map[int]QueuePolicy
 	// DeadlineAware turns on the deadline-aware schedule: a request with a
 	// deadline (Env.Deadline) is refused at Enqueue when the batcher
-	// predicts it cannot finish in time behind the queue ahead of it, is
-	// never put into a batch predicted to end after its deadline, and
-	// shortens the wait for a batch to grow to what its deadline leaves.
-	// Predictions come from the instances' recent batches ([Estimator]);
-	// until there are enough of them, the schedule is plain FIFO.
+	// predicts it cannot finish in time behind the queue ahead of it, and
+	// is never put into a batch predicted to end after its deadline (each
+	// batch is as large as enough queued requests' deadlines allow; one it
+	// would make late is dropped); the wait for a batch to grow is
+	// shortened to what its members' deadlines leave.
+	// Predictions come from the instances' recent batches ([Estimator]),
+	// timed from their formation (see [Dynamic.Observe]); until there are
+	// enough of them, the schedule is plain FIFO.
 	DeadlineAware bool
 }
 

@@ -218,6 +218,7 @@ type Dynamic[T any, I comparable] struct {
 	aware bool            // Config.DeadlineAware
 	est   []*Estimator    // per instance group; fixed at NewDynamic's groups, grown under mu
 	free  map[I]time.Time // busy instances: when each is predicted to be free (under mu)
+	began map[I]time.Time // when each busy instance's batch was formed (under mu)
 	runs  map[I]int       // batches observed per instance, for the warm-up (under mu)
 }
 
@@ -279,6 +280,7 @@ func NewDynamic[T any, I comparable](cfg Config, env Env[T, I], idle chan I) (*D
 		aware:    cfg.DeadlineAware,
 		est:      []*Estimator{new(Estimator)},
 		free:     map[I]time.Time{},
+		began:    map[I]time.Time{},
 		runs:     map[I]int{},
 	}
 	for i, p := range policies {
@@ -454,6 +456,41 @@ func (d *Dynamic[T, I]) admit(now, due time.Time, rows int64, li int) *Refused {
 	return nil
 }
 
+// target is the size of the largest batch starting at start that enough
+// queued rows can join within their deadlines (at least 1; at most the
+// limit and the rows queued): a binary search, since the more rows a batch
+// has, the later it ends and the fewer rows can wait for it. d.mu must be
+// held.
+func (d *Dynamic[T, I]) target(start time.Time, est *Estimator) int64 {
+	fits := func(size int64) bool {
+		t, _ := est.Estimate(size)
+		end := start.Add(t)
+		var rows int64
+		for li := range d.levels {
+			for _, l := range []*list[T]{&d.levels[li].main, &d.levels[li].delayed} {
+				for n := l.head; n != nil; n = n.next {
+					if due := d.env.Deadline(n.item); due.IsZero() || !end.After(due) {
+						if rows += n.rows; rows >= size {
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	}
+	lo, hi := int64(1), min(d.limit, d.rows)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -477,16 +514,26 @@ func (d *Dynamic[T, I]) estimator(inst I) *Estimator {
 
 // Observe records that inst executed a batch of rows rows in took, for
 // the estimate of its instance group; each instance's first batches are
-// left out (warm-up). The instance's predicted free time is kept until
-// Release.
+// left out (warm-up). When the batcher formed that batch itself (not on
+// an offer), the time since its formation counts if longer: the hand-over
+// to the batch's runner is part of what the batches behind it wait for.
 func (d *Dynamic[T, I]) Observe(inst I, rows int64, took time.Duration) {
 	d.mu.Lock()
 	n := d.runs[inst]
 	d.runs[inst] = n + 1
 	e := d.estimator(inst)
+	if at, ok := d.began[inst]; ok {
+		// From the batch's formation: the hand-over to the batch's
+		// leader is part of what the next batch waits for.
+		took = max(took, time.Since(at))
+		delete(d.began, inst)
+	}
 	d.mu.Unlock()
 	if n >= warmBatches {
 		e.Observe(rows, took)
+		if d.aware {
+			e.Update() // here, rather than in the next admission, under d.mu
+		}
 	}
 }
 
@@ -521,7 +568,9 @@ func (d *Dynamic[T, I]) extends(li int, item T) bool {
 		}
 	}
 	size := g.size + d.env.Size(item)
-	if size >= d.limit || d.prefer[size] || !d.env.Compatible(g.first, item) {
+	if size >= d.limit || d.prefer[size] || !d.env.Compatible(g.first, item) ||
+		d.aware && !d.env.Deadline(item).IsZero() { // its deadline may shorten the wait
+
 		return false
 	}
 	g.size = size
@@ -716,12 +765,11 @@ func (d *Dynamic[T, I]) form(sc *scratch[T], inst I) time.Duration {
 // batch then uses up; otherwise sc.batch stays empty.
 //
 // Deadline-aware, a batch starts now (or, on an offer, when inst is
-// predicted to be free) and is predicted to end when the estimate of
-// inst's group says: a request that would end after its deadline even in
-// a batch of its own is dropped with a [*Refused]; one that would make
-// the batch end after its own or a member's deadline does not join (the
-// batch is full); and the wait for the batch to grow ends in time for
-// its members' deadlines.
+// predicted to be free), and its size is the largest that enough queued
+// rows can wait for by the estimate of inst's group ([Dynamic.target]); a
+// request whose deadline is before that batch's predicted end is dropped
+// with a [*Refused] (on an offer, nothing is formed), and the wait for
+// the batch to grow ends in time for its members' deadlines.
 func (d *Dynamic[T, I]) formFor(sc *scratch[T], inst I, offer bool) time.Duration {
 	now := time.Now()
 	d.mu.Lock()
@@ -746,18 +794,34 @@ func (d *Dynamic[T, I]) formFor(sc *scratch[T], inst I, offer bool) time.Duratio
 		best   = 0            // length of the longest prefix with a preferred size
 		full   bool           // the next request cannot join
 		oldest time.Time
-		// Deadline-aware: when the batch starts, its estimate, and the
-		// earliest deadline of its members (zero: none).
+		// Deadline-aware: when the batch starts, its estimate, when a batch
+		// of the rows queued (up to the limit) would end, and the earliest
+		// deadline of its members (zero: none).
 		start = now
 		est   *Estimator
+		end   time.Time
 		due   time.Time
+		limit = d.limit // rows, lower where deadlines allow no more
 	)
 	if d.aware {
 		est = d.estimator(inst)
 		if _, ok := est.Estimate(1); !ok {
 			est = nil // no estimate yet: FIFO
-		} else if offer {
-			start = later(start, d.free[inst])
+		} else {
+			if offer {
+				start = later(start, d.free[inst])
+			} else {
+				d.began[inst] = now
+			}
+			// The batch is formed as large as the deadlines allow, and a
+			// member it would make late is left out rather than the batch
+			// cut short: under overload, full batches serve the most.
+			target := d.target(start, est)
+			if target < min(d.limit, d.rows) {
+				limit = target // it cannot grow further in time
+			}
+			t, _ := est.Estimate(target)
+			end = start.Add(t)
 		}
 	}
 	defer func() {
@@ -782,33 +846,21 @@ scan:
 					continue
 				}
 				rows := d.env.Size(n.item)
-				if len(nodes) > 0 && (size+rows > d.limit || !d.env.Compatible(first, n.item)) {
+				if len(nodes) > 0 && (size+rows > limit || !d.env.Compatible(first, n.item)) {
 					full = true
 					break scan
 				}
 				if est != nil {
-					nd := d.env.Deadline(n.item)
-					if !nd.IsZero() && !offer {
-						if alone, _ := est.Estimate(rows); start.Add(alone).After(nd) {
-							d.drop(n, &Refused{Stage: AtBatch, Finish: start.Add(alone).Sub(now), Deadline: nd.Sub(now), Rows: rows, Batch: alone}, sc)
-							n = next
-							continue
+					if nd := d.env.Deadline(n.item); !nd.IsZero() && end.After(nd) {
+						if offer {
+							return 0 // a free instance will drop it, or run it sooner
 						}
+						d.drop(n, &Refused{Stage: AtBatch, Finish: end.Sub(now), Deadline: nd.Sub(now), Rows: min(d.limit, d.rows+rows), Batch: end.Sub(start)}, sc)
+						n = next
+						continue
+					} else if !nd.IsZero() && (due.IsZero() || nd.Before(due)) {
+						due = nd
 					}
-					earliest := due
-					if !nd.IsZero() && (earliest.IsZero() || nd.Before(earliest)) {
-						earliest = nd
-					}
-					if !earliest.IsZero() {
-						if t, _ := est.Estimate(size + rows); start.Add(t).After(earliest) {
-							if len(nodes) == 0 {
-								return 0 // on an offer: this one goes on a free instance
-							}
-							full = true
-							break scan
-						}
-					}
-					due = earliest
 				}
 				if len(nodes) == 0 {
 					first = n.item
@@ -821,7 +873,7 @@ scan:
 				if d.prefer[size] {
 					best = len(nodes)
 				}
-				if size >= d.limit {
+				if size >= limit {
 					full = true
 					break scan
 				}

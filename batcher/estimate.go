@@ -38,7 +38,7 @@ const MinSamples = 8
 const window = 32
 
 // refit is how many new samples make the estimator fit again.
-const refit = 4
+const refit = 8
 
 type sample struct {
 	rows int64
@@ -66,16 +66,31 @@ func (e *Estimator) Observe(rows int64, d time.Duration) {
 	e.next = (e.next + 1) % window
 	e.n = min(e.n+1, window)
 	e.added++
+	e.mu.Unlock()
+}
+
+// Update fits the line again if refit batches came since the last fit (or
+// there was none): Estimate and Fit do it when they find it due, and a
+// caller that can afford the fit's few microseconds better than they can
+// (a batch's end, rather than a request's admission) calls it first.
+func (e *Estimator) Update() {
+	e.mu.Lock()
+	e.update()
+	e.mu.Unlock()
+}
+
+// update is Update. e.mu must be held.
+func (e *Estimator) update() {
 	if e.n >= MinSamples && (e.added >= refit || !e.fit.ok) {
 		e.refit()
 	}
-	e.mu.Unlock()
 }
 
 // Estimate returns the predicted execution time of a batch of rows rows,
 // margin included, and whether there is a prediction yet.
 func (e *Estimator) Estimate(rows int64) (time.Duration, bool) {
 	e.mu.Lock()
+	e.update()
 	f := e.fit
 	e.mu.Unlock()
 	if !f.ok {
@@ -89,6 +104,7 @@ func (e *Estimator) Estimate(rows int64) (time.Duration, bool) {
 // on (0 while there is no prediction).
 func (e *Estimator) Fit() (fixed, perRow, margin time.Duration, samples int) {
 	e.mu.Lock()
+	e.update()
 	f, n := e.fit, e.n
 	e.mu.Unlock()
 	if !f.ok {
@@ -108,9 +124,7 @@ func (f fit) predict(rows int64) time.Duration {
 	return time.Duration(y + f.margin)
 }
 
-// refit fits the line again, on the batch that makes refit new samples
-// (so that predictions, on the request path, never fit). e.mu must be
-// held.
+// refit fits the line again. e.mu must be held.
 func (e *Estimator) refit() {
 	e.added = 0
 	s := e.samples[:e.n]

@@ -36,7 +36,7 @@ type config struct {
 	loadOnDemand bool
 	keepAlive    time.Duration
 	keepAliveSet bool
-	// Ours: --deadline-aware-batching.
+	// Ours: --deadline-aware-batching (default true).
 	deadlineAware bool
 
 	// Parsed and checked here, passed to the libraries where main.go
@@ -136,7 +136,7 @@ func defaultConfig() config {
 	return config{
 		controlMode: "none", pollSecs: 15, strictReadiness: true, exitOnError: true, exitTimeout: 30 * time.Second, exitDrain: defaultExitDrain,
 		modelLoadThreads: 4, grpcCompressionLevel: "none",
-		allowHTTP: true, allowGRPC: true, allowMetrics: true,
+		allowHTTP: true, allowGRPC: true, allowMetrics: true, deadlineAware: true,
 		httpPort: 8000, grpcPort: 8001, metricsPort: 8002,
 		httpAddress: "0.0.0.0", grpcAddress: "0.0.0.0",
 		grpcKeepalive: keepaliveFlags{timeMS: 7200000, timeoutMS: 20000, maxPingsWithoutData: 2,

@@ -90,4 +90,34 @@ var specs = []spec{
 		},
 		LegendBottom: true,
 	},
+	overloadSpec("fixed", "overload-fixed.png", "Open loop, a model that costs 2 ms + 0.1 ms a row (slept), 2 vCPUs: goodput"),
+	overloadSpec("silero", "overload-silero.png", "Open loop, Silero VAD v6 on ONNX Runtime (8 rows a request), 2 vCPUs: goodput"),
+}
+
+// overloadSpec is the plot of BenchmarkOverload's runs on one model:
+// goodput (answers within their deadline) against offered load, both ÷
+// the capacity measured on the same transport, a curve per schedule and
+// transport.
+func overloadSpec(model, out, title string) spec {
+	c := func(label, transport, schedule string) curve {
+		return curve{Label: label, Match: regexp.MustCompile(`^BenchmarkOverload/` + model + `/` + transport + `/load=(?P<x>[0-9.]+)x/` + schedule + `$`)}
+	}
+	return spec{
+		In:         "overload.txt",
+		Out:        out,
+		Title:      title,
+		XLabel:     "offered load ÷ capacity",
+		YLabel:     "goodput ÷ capacity",
+		Metric:     "goodput/cap",
+		LogX:       true,
+		LegendLeft: true,
+		Headroom:   0.35,
+		Target:     target{Label: "target at 2× and beyond: 0.9", Y: 0.9},
+		Curves: []curve{
+			c("FIFO, srv.Infer", "inprocess", "fifo"),
+			c("deadline-aware, srv.Infer", "inprocess", "deadline"),
+			c("FIFO, gRPC", "grpc", "fifo"),
+			c("deadline-aware, gRPC", "grpc", "deadline"),
+		},
+	}
 }
