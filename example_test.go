@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/triton-go/triton"
 	"github.com/triton-go/triton/backend"
@@ -298,4 +299,25 @@ func ExampleWithMemoryBudget() {
 	// de UNAVAILABLE evicted to make room for 'fr' in the memory budget
 	// en READY
 	// fr READY
+}
+
+// A client of a model with dynamic_batching (deadline-aware by default)
+// learns at once when its request cannot finish in time, and how long the
+// queue ahead needs: it can retry later, or elsewhere, instead of waiting
+// out its deadline.
+func ExampleRetryAfter() {
+	srv, err := triton.New(triton.WithRepository(exampleRepo), triton.WithBackend("go", add))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	a, _ := tensor.From("A", tensor.Shape{1, 2}, []float32{1, 2})
+	b, _ := tensor.From("B", tensor.Shape{1, 2}, []float32{10, 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = srv.Infer(ctx, &triton.InferRequest{Model: "add", Inputs: []tensor.Tensor{a, b}})
+	if wait, ok := triton.RetryAfter(err); ok {
+		fmt.Printf("refused (%v); the queue ahead needs %v\n", err, wait)
+	}
 }
