@@ -45,13 +45,16 @@ const gcsReadScope = "https://www.googleapis.com/auth/devstorage.read_only"
 type transports struct {
 	mu sync.Mutex
 	// mu protects the following.
-	list  []*http.Transport
-	conns map[net.Conn]struct{}
+	list   []*http.Transport
+	conns  map[net.Conn]struct{}
+	closed bool // closeIdle ran: a connection dialed later is closed at once
 }
 
-// make returns a new transport like http.DefaultTransport, recorded.
+// make returns a new transport like http.DefaultTransport, recorded and
+// tracked.
 func (ts *transports) make() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	ts.track(tr)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.list = append(ts.list, tr)
@@ -72,6 +75,15 @@ func (ts *transports) track(tr *http.Transport) {
 		}
 		tc := &trackedConn{Conn: c, ts: ts}
 		ts.mu.Lock()
+		if ts.closed {
+			// A dial that finished after Close: net/http dials for a
+			// request and, when another connection serves it first, puts
+			// the new one in its idle pool afterwards, where nothing would
+			// close it.
+			ts.mu.Unlock()
+			c.Close()
+			return nil, net.ErrClosed
+		}
 		if ts.conns == nil {
 			ts.conns = map[net.Conn]struct{}{}
 		}
@@ -95,9 +107,11 @@ func (c *trackedConn) Close() error {
 }
 
 // closeIdle drops the recorded transports' idle connections and closes the
-// tracked ones; it is called once no request is in flight.
+// tracked ones, and any they dial later; it is called once no request is
+// in flight, when the bucket closes.
 func (ts *transports) closeIdle() {
 	ts.mu.Lock()
+	ts.closed = true
 	list := slices.Clone(ts.list)
 	conns := slices.Collect(maps.Keys(ts.conns))
 	ts.mu.Unlock()
