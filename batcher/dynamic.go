@@ -797,11 +797,12 @@ func (d *Dynamic[T, I]) formFor(sc *scratch[T], inst I, offer bool) time.Duratio
 		// Deadline-aware: when the batch starts, its estimate, when a batch
 		// of the rows queued (up to the limit) would end, and the earliest
 		// deadline of its members (zero: none).
-		start = now
-		est   *Estimator
-		end   time.Time
-		due   time.Time
-		limit = d.limit // rows, lower where deadlines allow no more
+		start  = now
+		est    *Estimator
+		end    time.Time
+		due    time.Time
+		limit  = d.limit // rows, lower where deadlines allow no more
+		target int64     // the size end is predicted for
 	)
 	if d.aware {
 		est = d.estimator(inst)
@@ -816,7 +817,7 @@ func (d *Dynamic[T, I]) formFor(sc *scratch[T], inst I, offer bool) time.Duratio
 			// The batch is formed as large as the deadlines allow, and a
 			// member it would make late is left out rather than the batch
 			// cut short: under overload, full batches serve the most.
-			target := d.target(start, est)
+			target = d.target(start, est)
 			if target < min(d.limit, d.rows) {
 				limit = target // it cannot grow further in time
 			}
@@ -855,7 +856,7 @@ scan:
 						if offer {
 							return 0 // a free instance will drop it, or run it sooner
 						}
-						d.drop(n, &Refused{Stage: AtBatch, Finish: end.Sub(now), Deadline: nd.Sub(now), Rows: min(d.limit, d.rows+rows), Batch: end.Sub(start)}, sc)
+						d.drop(n, &Refused{Stage: AtBatch, Finish: end.Sub(now), Deadline: nd.Sub(now), Rows: target, Batch: end.Sub(start)}, sc)
 						n = next
 						continue
 					} else if !nd.IsZero() && (due.IsZero() || nd.Before(due)) {
