@@ -84,8 +84,8 @@ func newBatchContext(calls []*call) (context.Context, func()) {
 	return b, b.release
 }
 
-// ended counts one request's context ending; the last one ends the batch,
-// with DeadlineExceeded if that one passed its deadline.
+// ended counts one request's context ending; the last one ends the batch
+// with that context's error.
 func (b *batchContext) ended(ctx context.Context) {
 	b.mu.Lock()
 	b.left--
@@ -93,10 +93,7 @@ func (b *batchContext) ended(ctx context.Context) {
 	b.mu.Unlock()
 	if last {
 		b.once.Do(func() {
-			b.err = context.Cause(ctx)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				b.err = context.DeadlineExceeded
-			}
+			b.err = ctx.Err() // Canceled or DeadlineExceeded, as Err must be
 			close(b.done)
 		})
 	}

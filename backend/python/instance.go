@@ -509,6 +509,14 @@ func (in *instance) done(p *proc, r *run, m *stubMsg) {
 	defer r.mu.Unlock()
 	if m.Fail != nil {
 		r.fail = fmt.Errorf("Failed to process the request(s) for model '%s', message: %s", in.spec.Name, *m.Fail)
+		if end := r.ctx.Err(); end != nil {
+			// Every request of the batch had ended (cancelled, or past
+			// its deadline) when execute raised: most likely because the
+			// model saw that (is_cancelled, a BLS request that ended with
+			// them). The failure wraps the end, so that the requests are
+			// counted cancelled or late, not failed by the backend.
+			r.fail = fmt.Errorf("%w; the request(s) had ended: %w", r.fail, end)
+		}
 		in.log.Error("execute failed", zap.String("error", *m.Fail))
 		for i := range r.reqs {
 			if !r.complete[i] {
