@@ -110,23 +110,23 @@ func scheduleParam(schedule string) string {
 // wasted. Rows without a deadline count only in rows and busy. Safe for
 // concurrent use.
 type wasteMeter struct {
-	running                               atomic.Int64 // batches executing now
-	rows, stale, missed, busyNs, wastedNs atomic.Int64
+	running                                        atomic.Int64 // batches executing now
+	batches, rows, stale, missed, busyNs, wastedNs atomic.Int64
 }
 
 // waste is a snapshot of a wasteMeter's counts.
 type waste struct {
-	rows, stale, missed int64
-	busy, wasted        time.Duration
+	batches, rows, stale, missed int64
+	busy, wasted                 time.Duration
 }
 
 func (m *wasteMeter) snapshot() waste {
-	return waste{rows: m.rows.Load(), stale: m.stale.Load(), missed: m.missed.Load(),
+	return waste{batches: m.batches.Load(), rows: m.rows.Load(), stale: m.stale.Load(), missed: m.missed.Load(),
 		busy: time.Duration(m.busyNs.Load()), wasted: time.Duration(m.wastedNs.Load())}
 }
 
 func (w waste) minus(o waste) waste {
-	return waste{rows: w.rows - o.rows, stale: w.stale - o.stale, missed: w.missed - o.missed,
+	return waste{batches: w.batches - o.batches, rows: w.rows - o.rows, stale: w.stale - o.stale, missed: w.missed - o.missed,
 		busy: w.busy - o.busy, wasted: w.wasted - o.wasted}
 }
 
@@ -152,6 +152,7 @@ func (m *wasteMeter) execute(b *backend.Batch, run func() error) error {
 		}
 	}
 	busy := end.Sub(start)
+	m.batches.Add(1)
 	m.rows.Add(b.Size())
 	m.stale.Add(stale)
 	m.missed.Add(missed)
@@ -295,6 +296,10 @@ type overloadRow struct {
 	waste                      waste
 }
 
+// overloadPairs counts the loads run in the process: which schedule goes
+// first alternates with it, also across -count's repetitions of one load.
+var overloadPairs int
+
 // overloadRows gathers every run of the process for -overload.out (go
 // test -count runs BenchmarkOverload again in the same process).
 var overloadRows []overloadRow
@@ -308,7 +313,8 @@ var overloadRows []overloadRow
 // what Triton does) and deadline (the server's default). An op is
 // -overload.run (3 s) of arrivals, so go test's default -benchtime makes
 // each leaf one run; the two schedules' runs of a load follow each other,
-// and which goes first alternates from load to load.
+// and which goes first alternates from one load's pair to the next
+// (also across -count's repetitions).
 //
 // The models:
 //
@@ -421,7 +427,7 @@ func BenchmarkOverload(b *testing.B) {
 					var rows []overloadRow
 					for i, load := range overloadLoads {
 						schedules := slices.Clone(overloadSchedules)
-						if i%2 == 1 {
+						if overloadPairs++; overloadPairs%2 == 0 {
 							slices.Reverse(schedules)
 						}
 						for j, schedule := range schedules {
@@ -540,6 +546,7 @@ func (r *overloadRow) report(b *testing.B) {
 	b.ReportMetric(pct(res.Capped), "capped-%")
 	b.ReportMetric(r.staleShare(), "stale-%")
 	b.ReportMetric(r.wastedShare(), "wasted-%")
+	b.ReportMetric(float64(r.waste.rows)/float64(max(r.waste.batches, 1)), "rows/batch")
 	b.ReportMetric(ms(res.LagP99), "lag-p99-ms")
 	b.ReportMetric(ms(res.MaxLag), "lag-max-ms")
 }
