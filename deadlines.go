@@ -62,19 +62,21 @@ func newBatchContext(calls []*call) (context.Context, func()) {
 	if len(calls) == 1 {
 		return calls[0].ctx, func() {}
 	}
-	b := &batchContext{Context: context.WithoutCancel(calls[0].ctx), done: make(chan struct{}), hasDeadline: true}
+	values := context.WithoutCancel(calls[0].ctx)
+	var deadline time.Time
+	hasDeadline := true
 	for _, c := range calls {
 		if c.ctx.Done() == nil {
 			// Never cancelled: neither is the batch.
-			return b.Context, func() {}
+			return values, func() {}
 		}
 		if d, ok := c.ctx.Deadline(); !ok {
-			b.hasDeadline = false
-		} else if d.After(b.deadline) {
-			b.deadline = d
+			hasDeadline = false
+		} else if d.After(deadline) {
+			deadline = d
 		}
 	}
-	b.left = len(calls)
+	b := &batchContext{Context: values, deadline: deadline, hasDeadline: hasDeadline, done: make(chan struct{}), left: len(calls)}
 	b.mu.Lock()
 	for _, c := range calls {
 		ctx := c.ctx

@@ -2,6 +2,7 @@ package batcher
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -80,5 +81,28 @@ func TestEstimatorWarmUp(t *testing.T) {
 	e.Observe(4, -1)          // ignored: no time
 	if _, _, _, n := e.Fit(); n != MinSamples {
 		t.Errorf("%d samples after two invalid ones, want %d", n, MinSamples)
+	}
+}
+
+// TestMedian checks the quickselect against sorting on random slices of
+// every length up to 40, with repeated values.
+func TestMedian(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 1; n <= 40; n++ {
+		for range 50 {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = float64(rng.IntN(10))
+			}
+			sorted := slices.Clone(xs)
+			slices.Sort(sorted)
+			want := sorted[n/2]
+			if n%2 == 0 {
+				want = (sorted[n/2-1] + sorted[n/2]) / 2
+			}
+			if got := median(slices.Clone(xs)); got != want {
+				t.Fatalf("median(%v) = %v, want %v", xs, got, want)
+			}
+		}
 	}
 }
