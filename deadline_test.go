@@ -89,18 +89,6 @@ func wantHeldWith(t *testing.T, h *testmodels.Held, id string, ctx context.Conte
 	}
 }
 
-// wantNothingHeld checks, once the bubble is idle, that no batch reached
-// the gate since the last one taken.
-func wantNothingHeld(t *testing.T, g *testmodels.Gate) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case h := <-g.Held:
-		t.Errorf("the backend was given %q, whose request had ended", h.IDs)
-	default:
-	}
-}
-
 // versionStats returns a model's statistics once the bubble is idle.
 func versionStats(t *testing.T, srv *triton.Server, model string) triton.ModelStats {
 	t.Helper()
@@ -210,7 +198,7 @@ func TestEnsembleStepLeavesQueue(t *testing.T) {
 				if r := <-direct; r.err != nil {
 					t.Fatal(r.err)
 				}
-				wantNothingHeld(t, chain)
+				chain.WantNothingHeld(t)
 			})
 		})
 	}
@@ -280,6 +268,6 @@ func TestBLSCarriesDeadline(t *testing.T) {
 		if r := <-direct; r.err != nil {
 			t.Fatal(r.err)
 		}
-		wantNothingHeld(t, g)
+		g.WantNothingHeld(t)
 	})
 }

@@ -3,7 +3,6 @@ package grpcapi_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -83,36 +82,6 @@ func (f *fixture) goInfer(ctx context.Context, req *inferencepb.ModelInferReques
 	return errc
 }
 
-// wantHeld checks that a held batch is made of the requests ids.
-func wantHeld(t *testing.T, h *testmodels.Held, ids ...string) {
-	t.Helper()
-	if !slices.Equal(h.IDs, ids) {
-		t.Fatalf("the backend holds a batch of %q, want %q", h.IDs, ids)
-	}
-}
-
-// wantNothingHeld checks, once the bubble is idle, that no batch reached
-// the gate since the last one taken.
-func wantNothingHeld(t *testing.T, g *testmodels.Gate) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case h := <-g.Held:
-		t.Errorf("the backend was given %q, whose call had ended", h.IDs)
-	default:
-	}
-}
-
-// running checks that a held batch has not returned from Execute.
-func running(t *testing.T, h *testmodels.Held) {
-	t.Helper()
-	select {
-	case <-h.Returned():
-		t.Fatalf("the batch of %q has ended, want it still executing", h.IDs)
-	default:
-	}
-}
-
 // modelStats returns the model's statistics once the bubble is idle.
 func modelStats(t *testing.T, f *fixture, model string) triton.ModelStats {
 	t.Helper()
@@ -136,7 +105,7 @@ func TestDeadlineReachesExecute(t *testing.T) {
 				defer cancel()
 				errc := f.goInfer(ctx, gateRequest(model, "r"))
 				h := <-g.Held
-				wantHeld(t, h, "r")
+				h.WantIDs(t, "r")
 				want, _ := ctx.Deadline()
 				if got, ok := h.Deadline(); !ok || !got.Equal(want) {
 					t.Errorf("Execute's ctx has deadline %v (%v), want the client's, %v", got, ok, want)
@@ -170,12 +139,12 @@ func TestDeadlineWhileQueued(t *testing.T) {
 				if st.Shed[triton.ShedDeadlineQueued]+st.Shed[triton.ShedCancelledQueued] != 1 || st.Queued != 0 {
 					t.Errorf("shed %v, %d queued; want one deadline_queued or cancelled_queued, none queued", st.Shed, st.Queued)
 				}
-				running(t, h)
+				h.WantRunning(t)
 				h.Release()
 				if err := <-first; err != nil {
 					t.Fatal(err)
 				}
-				wantNothingHeld(t, g)
+				g.WantNothingHeld(t)
 			})
 		})
 	}
@@ -204,12 +173,12 @@ func TestCancelWhileQueued(t *testing.T) {
 				if st := modelStats(t, f, model); st.Shed[triton.ShedCancelledQueued] != 1 || st.Queued != 0 {
 					t.Errorf("shed %v, %d queued; want one cancelled_queued, none queued", st.Shed, st.Queued)
 				}
-				running(t, h)
+				h.WantRunning(t)
 				h.Release()
 				if err := <-first; err != nil {
 					t.Fatal(err)
 				}
-				wantNothingHeld(t, g)
+				g.WantNothingHeld(t)
 			})
 		})
 	}
@@ -278,7 +247,7 @@ func TestBatchEndsWithAllItsRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		h = <-g.Held
-		wantHeld(t, h, "a", "b")
+		h.WantIDs(t, "a", "b")
 		want, _ := ctxB.Deadline()
 		if got, ok := h.Deadline(); !ok || !got.Equal(want) {
 			t.Errorf("the batch's ctx has deadline %v (%v), want b's, the latest, %v", got, ok, want)
@@ -320,7 +289,7 @@ func TestTimeoutWhileBatchRuns(t *testing.T) {
 		if waited := time.Since(start); waited < 50*time.Millisecond || waited >= time.Hour {
 			t.Errorf("rejected after %v (the bubble's clock): want its own timeout, 50ms, not the policy's", waited)
 		}
-		running(t, h)
+		h.WantRunning(t)
 		if st := modelStats(t, f, "policy"); st.Queued != 0 || st.Failures.Rejected != 1 {
 			t.Errorf("%d queued, failures %+v; want none queued, one rejected", st.Queued, st.Failures)
 		}
@@ -329,6 +298,6 @@ func TestTimeoutWhileBatchRuns(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		wantNothingHeld(t, g)
+		g.WantNothingHeld(t)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -157,36 +156,6 @@ func wantOK(t *testing.T, r reply) {
 	}
 }
 
-// wantHeld checks that a held batch is made of the requests ids.
-func wantHeld(t *testing.T, h *testmodels.Held, ids ...string) {
-	t.Helper()
-	if !slices.Equal(h.IDs, ids) {
-		t.Fatalf("the backend holds a batch of %q, want %q", h.IDs, ids)
-	}
-}
-
-// wantNothingHeld checks, once the bubble is idle, that no batch reached
-// the gate since the last one taken.
-func wantNothingHeld(t *testing.T, g *testmodels.Gate) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case h := <-g.Held:
-		t.Errorf("the backend was given %q, whose call had ended", h.IDs)
-	default:
-	}
-}
-
-// running checks that a held batch has not returned from Execute.
-func running(t *testing.T, h *testmodels.Held) {
-	t.Helper()
-	select {
-	case <-h.Returned():
-		t.Fatalf("the batch of %q has ended, want it still executing", h.IDs)
-	default:
-	}
-}
-
 // modelStats returns the model's statistics once the bubble is idle.
 func modelStats(t *testing.T, srv *triton.Server, model string) triton.ModelStats {
 	t.Helper()
@@ -208,7 +177,7 @@ func TestTimeoutWhileBatchRuns(t *testing.T) {
 		srv, client, g := gateServer(t)
 		first := goPost(t.Context(), client, "policy", "first", "")
 		h := <-g.Held
-		wantHeld(t, h, "first")
+		h.WantIDs(t, "first")
 
 		start := time.Now()
 		late := goPost(t.Context(), client, "policy", "late", `{"timeout":50000}`)
@@ -222,14 +191,14 @@ func TestTimeoutWhileBatchRuns(t *testing.T) {
 		if waited := time.Since(start); waited < 50*time.Millisecond || waited >= time.Hour {
 			t.Errorf("rejected after %v (the bubble's clock): want its own timeout, 50ms, not the policy's", waited)
 		}
-		running(t, h)
+		h.WantRunning(t)
 		if st := modelStats(t, srv, "policy"); st.Queued != 0 || st.Failures.Rejected != 1 {
 			t.Errorf("%d queued, failures %+v; want none queued, one rejected", st.Queued, st.Failures)
 		}
 
 		h.Release()
 		wantOK(t, <-first)
-		wantNothingHeld(t, g)
+		g.WantNothingHeld(t)
 	})
 }
 
@@ -260,11 +229,11 @@ func TestDisconnectWhileQueued(t *testing.T) {
 				if st := modelStats(t, srv, model); st.Shed[triton.ShedCancelledQueued] != 1 || st.Queued != 0 {
 					t.Errorf("shed %v, %d queued; want one cancelled_queued, none queued", st.Shed, st.Queued)
 				}
-				running(t, h)
+				h.WantRunning(t)
 
 				h.Release()
 				wantOK(t, <-first)
-				wantNothingHeld(t, g)
+				g.WantNothingHeld(t)
 			})
 		})
 	}
@@ -281,7 +250,7 @@ func TestDisconnectWhileExecuting(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				gone := goPost(ctx, client, model, "gone", "")
 				h := <-g.Held
-				wantHeld(t, h, "gone")
+				h.WantIDs(t, "gone")
 				if _, ok := h.Deadline(); ok {
 					t.Error("Execute's ctx has a deadline; the client set none")
 				}

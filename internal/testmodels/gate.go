@@ -2,6 +2,9 @@ package testmodels
 
 import (
 	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/triton-go/triton/backend"
@@ -69,5 +72,36 @@ func (g *Gate) Backend() backend.Func {
 			h.err = ctx.Err()
 		}
 		return h.err
+	}
+}
+
+// WantIDs fails tb unless the held batch is made of the requests ids, in
+// that order.
+func (h *Held) WantIDs(tb testing.TB, ids ...string) {
+	tb.Helper()
+	if !slices.Equal(h.IDs, ids) {
+		tb.Fatalf("the backend holds a batch of %q, want %q", h.IDs, ids)
+	}
+}
+
+// WantRunning fails tb if the held batch has returned from Execute.
+func (h *Held) WantRunning(tb testing.TB) {
+	tb.Helper()
+	select {
+	case <-h.returned:
+		tb.Fatalf("the batch of %q has ended, want it still executing", h.IDs)
+	default:
+	}
+}
+
+// WantNothingHeld fails tb if a batch reached the gate since the last one
+// taken, once the synctest bubble is idle (it must be called inside one).
+func (g *Gate) WantNothingHeld(tb testing.TB) {
+	tb.Helper()
+	synctest.Wait()
+	select {
+	case h := <-g.Held:
+		tb.Errorf("the backend was given %q, whose request had ended", h.IDs)
+	default:
 	}
 }
